@@ -1,0 +1,15 @@
+"""minigluon: a Gluon-like deep-learning framework with a built-in distributed kvstore.
+
+`import minigluon as mx` gives MXNet 1.x names: mx.nd, mx.autograd, mx.init, mx.optimizer,
+mx.lr_scheduler, mx.metric, mx.random, mx.cpu(), mx.gpu(), mx.Context.
+"""
+__version__ = "0.1.0"
+
+from . import base, config  # noqa: F401
+from .base import MXNetError  # noqa: F401
+from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
+from . import context  # noqa: F401
+from . import autograd  # noqa: F401
+from . import ndarray  # noqa: F401
+from . import ndarray as nd  # noqa: F401
+from . import random  # noqa: F401

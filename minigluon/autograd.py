@@ -1,0 +1,316 @@
+"""Reverse-mode automatic differentiation on a tape.
+
+While `record()` is active, every operator whose inputs need gradients appends a `Node`
+(its backward closure and its inputs) to the outputs it produced. `backward()` walks those
+nodes from the heads in reverse topological order and sums gradients into the variables
+marked with `attach_grad()`.
+"""
+import threading
+
+from .base import AutogradError
+
+_state = threading.local()
+
+
+def _get(name, default):
+    return getattr(_state, name, default)
+
+
+def is_recording():
+    """True inside `record()` (and not inside a nested `pause()`)."""
+    return _get("recording", False)
+
+
+def is_training():
+    """True when layers such as Dropout and BatchNorm should act in training mode."""
+    return _get("training", False)
+
+
+def set_recording(is_record):
+    """Set the recording flag; returns the previous value."""
+    prev = is_recording()
+    _state.recording = bool(is_record)
+    return prev
+
+
+def set_training(train_mode):
+    """Set the training flag; returns the previous value."""
+    prev = is_training()
+    _state.training = bool(train_mode)
+    return prev
+
+
+class _Scope:
+    """Sets recording and/or training on enter and restores both on exit."""
+
+    def __init__(self, recording, training):
+        self._want = (recording, training)
+        self._prev = None
+
+    def __enter__(self):
+        recording, training = self._want
+        prev_r = set_recording(recording) if recording is not None else None
+        prev_t = set_training(training) if training is not None else None
+        self._prev = (prev_r, prev_t)
+        return self
+
+    def __exit__(self, *exc):
+        prev_r, prev_t = self._prev
+        if prev_r is not None:
+            set_recording(prev_r)
+        if prev_t is not None:
+            set_training(prev_t)
+
+
+def record(train_mode=True):
+    """Record operators for a later `backward()`: `with autograd.record(): y = f(x)`."""
+    return _Scope(True, train_mode)
+
+
+def pause(train_mode=False):
+    """Stop recording inside a `record()` block, e.g. for metric computations."""
+    return _Scope(False, train_mode)
+
+
+def train_mode():
+    """Run layers in training mode without changing whether ops are recorded."""
+    return _Scope(None, True)
+
+
+def predict_mode():
+    """Run layers in inference mode without changing whether ops are recorded."""
+    return _Scope(None, False)
+
+
+class Node:
+    """One recorded operator: how to map output gradients to input gradients."""
+
+    __slots__ = ("op_name", "backward", "inputs", "out_meta")
+
+    def __init__(self, op_name, backward, inputs, out_meta):
+        self.op_name = op_name
+        self.backward = backward      # f(*out_grads) -> tuple of input grads (None = no grad)
+        self.inputs = inputs          # NDArray or None per input position
+        self.out_meta = out_meta      # (shape, dtype, context) per output, to build zeros
+
+    def __repr__(self):
+        return f"<Node {self.op_name}>"
+
+
+def needs_grad(array):
+    """True if gradients must flow into `array` (a variable or a recorded result)."""
+    return array._node is not None or (array._grad_req not in (None, "null"))
+
+
+def mark_variables(variables, gradients, grad_reqs="write"):
+    """Mark arrays as variables whose gradients go into the given buffers."""
+    variables, gradients = _as_list(variables), _as_list(gradients)
+    if isinstance(grad_reqs, str):
+        grad_reqs = [grad_reqs] * len(variables)
+    if not len(variables) == len(gradients) == len(grad_reqs):
+        raise AutogradError(
+            f"mark_variables: got {len(variables)} variables, {len(gradients)} gradients and "
+            f"{len(grad_reqs)} grad_reqs; pass one of each per variable")
+    for var, grad, req in zip(variables, gradients, grad_reqs):
+        _check_grad_req(req)
+        var._grad, var._grad_req, var._node = grad, req, None
+
+
+def _check_grad_req(req):
+    if req not in ("write", "add", "null"):
+        raise AutogradError(f"grad_req must be 'write', 'add' or 'null', got {req!r}")
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _topological_order(heads):
+    """Nodes reachable from the heads, each after every node that consumes its outputs."""
+    order, seen = [], set()
+    stack = [(h._node, False) for h in heads if h._node is not None]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for inp in node.inputs:
+            if inp is not None and inp._node is not None and id(inp._node) not in seen:
+                stack.append((inp._node, False))
+    order.reverse()
+    return order
+
+
+def _accumulate(store, key, grad):
+    prev = store.get(key)
+    store[key] = grad if prev is None else prev + grad
+
+
+def _run_backward(heads, head_grads, retain_graph):
+    """Propagate from the heads; returns {id(var): (var, raw_grad)} for reached variables."""
+    from .ndarray.ndarray import NDArray
+    node_grads, var_grads = {}, {}
+
+    def send(array, grad):
+        if array._node is not None:
+            _accumulate(node_grads, (id(array._node), array._out_index), grad)
+        elif array._grad_req not in (None, "null"):
+            prev = var_grads.get(id(array))
+            var_grads[id(array)] = (array, grad if prev is None else prev[1] + grad)
+
+    for head, hgrad in zip(heads, head_grads):
+        if not needs_grad(head):
+            raise AutogradError(
+                "cannot differentiate: the head array was not computed inside "
+                "autograd.record() from an array with attach_grad(); record the forward "
+                "pass with `with autograd.record():`")
+        if hgrad is None:
+            raw = head.context.xp.ones(head.shape, dtype=head.dtype)
+        else:
+            raw = hgrad._data if isinstance(hgrad, NDArray) else head.context.xp.asarray(hgrad)
+            if raw.shape != head.shape:
+                raise AutogradError(
+                    f"head_grads shape {raw.shape} does not match head shape {head.shape}")
+        send(head, raw)
+
+    order = _topological_order(heads)
+    for node in order:
+        if node.backward is None:
+            raise AutogradError(
+                f"the graph through {node.op_name} was already freed by an earlier backward; "
+                "pass retain_graph=True to the first backward to run it again")
+    for node in order:
+        outs = [node_grads.pop((id(node), i), None) for i in range(len(node.out_meta))]
+        if all(g is None for g in outs):
+            continue
+        outs = [g if g is not None else ctx.xp.zeros(shape, dtype=dtype)
+                for g, (shape, dtype, ctx) in zip(outs, node.out_meta)]
+        in_grads = node.backward(*outs)
+        for inp, grad in zip(node.inputs, in_grads):
+            if inp is not None and grad is not None and needs_grad(inp):
+                send(inp, _fit_grad(grad, inp))
+        if not retain_graph:
+            node.backward = None
+    return var_grads
+
+
+def _fit_grad(grad, array):
+    """Sum a broadcast gradient back to the input's shape and dtype."""
+    shape = array.shape
+    if grad.shape != shape:
+        extra = grad.ndim - len(shape)
+        if extra > 0:
+            grad = grad.sum(axis=tuple(range(extra)))
+        axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+        if axes:
+            grad = grad.sum(axis=axes, keepdims=True)
+        grad = grad.reshape(shape)
+    if grad.dtype != array._data.dtype:
+        grad = grad.astype(array._data.dtype)
+    return grad
+
+
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
+    """Compute gradients of `heads` and store them in each variable's `.grad`.
+
+    `grad_req='write'` overwrites the gradient, `'add'` accumulates into it.
+    """
+    heads = _as_list(heads)
+    head_grads = [None] * len(heads) if head_grads is None else _as_list(head_grads)
+    if len(head_grads) != len(heads):
+        raise AutogradError(f"got {len(heads)} heads but {len(head_grads)} head_grads")
+    with _Scope(False, train_mode):
+        var_grads = _run_backward(heads, head_grads, retain_graph)
+    for var, grad in var_grads.values():
+        if var._grad is None:
+            continue
+        if var._grad_req == "add":
+            var._grad._data += grad
+        else:
+            var._grad._data[...] = grad
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
+         train_mode=True):
+    """Return the gradients of `heads` with respect to `variables` (no `.grad` is touched)."""
+    from .ndarray.ndarray import NDArray
+    if create_graph:
+        raise AutogradError("autograd.grad(create_graph=True): higher-order gradients are "
+                            "not supported by minigluon; compute them by finite differences")
+    single = isinstance(variables, NDArray)
+    variables, heads = _as_list(variables), _as_list(heads)
+    head_grads = [None] * len(heads) if head_grads is None else _as_list(head_grads)
+    for v in variables:
+        if v._node is None and v._grad_req in (None, "null"):
+            raise AutogradError("autograd.grad: every variable needs attach_grad() before "
+                                "the forward pass that uses it")
+    retain = False if retain_graph is None else retain_graph
+    with _Scope(False, train_mode):
+        var_grads = _run_backward(heads, head_grads, retain)
+    out = []
+    for v in variables:
+        entry = var_grads.get(id(v))
+        raw = entry[1] if entry else v.context.xp.zeros(v.shape, dtype=v.dtype)
+        out.append(NDArray(raw, v.context))
+    return out[0] if single else out
+
+
+def get_symbol(x):
+    """Not available: minigluon records closures, not a symbolic graph."""
+    raise AutogradError("autograd.get_symbol is not supported; use HybridBlock.export")
+
+
+class Function:
+    """A custom differentiable operation written with NDArrays.
+
+    Subclass it and define `forward(self, *inputs)` and `backward(self, *output_grads)`;
+    keep what backward needs with `self.save_for_backward(...)`::
+
+        class Sigmoid(autograd.Function):
+            def forward(self, x):
+                y = 1 / (1 + nd.exp(-x))
+                self.save_for_backward(y)
+                return y
+            def backward(self, dy):
+                y, = self.saved_tensors
+                return dy * y * (1 - y)
+    """
+
+    def __init__(self):
+        self.saved_tensors = ()
+
+    def save_for_backward(self, *args):
+        self.saved_tensors = args
+
+    def __call__(self, *inputs):
+        from .ndarray.ndarray import NDArray
+        with pause(train_mode=is_training()):
+            outputs = self.forward(*inputs)
+        single = isinstance(outputs, NDArray)
+        outputs = [outputs] if single else list(outputs)
+        if is_recording() and any(isinstance(x, NDArray) and needs_grad(x) for x in inputs):
+            self._attach(inputs, outputs)
+        return outputs[0] if single else outputs
+
+    def _attach(self, inputs, outputs):
+        from .ndarray.ndarray import NDArray
+        fresh = [NDArray(o._data, o.context) for o in outputs]
+
+        def backward_fn(*out_grads):
+            with pause():
+                grads = self.backward(*[NDArray(g, o.context) for g, o in zip(out_grads, fresh)])
+            grads = [grads] if isinstance(grads, NDArray) else list(grads)
+            if len(grads) != len(inputs):
+                raise AutogradError(f"{type(self).__name__}.backward returned {len(grads)} "
+                                    f"gradients for {len(inputs)} inputs")
+            return tuple(g._data if isinstance(g, NDArray) else None for g in grads)
+
+        node = Node(type(self).__name__, backward_fn,
+                    [x if isinstance(x, NDArray) else None for x in inputs],
+                    [(o.shape, o._data.dtype, o.context) for o in outputs])
+        for i, o in enumerate(outputs):
+            o._node, o._out_index = node, i

@@ -1,0 +1,105 @@
+"""Functions that make new arrays: array, zeros, ones, full, empty, arange, linspace, eye,
+zeros_like, ones_like. float32 is the default dtype, as in MXNet."""
+import numpy as np
+
+from ..base import DTypeError
+from ..context import current_context
+from .ndarray import NDArray
+
+DEFAULT_DTYPE = np.float32
+
+
+def _ctx(ctx):
+    return current_context() if ctx is None else ctx
+
+
+def _dtype(dtype):
+    try:
+        return np.dtype(DEFAULT_DTYPE if dtype is None else dtype)
+    except TypeError:
+        raise DTypeError(f"unknown dtype {dtype!r}; use e.g. 'float32', 'float16', 'int32'") from None
+
+
+def _shape(shape):
+    return (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+
+
+def array(source_array, ctx=None, dtype=None):
+    """An NDArray from an NDArray, NumPy array or (nested) list.
+
+    The dtype is the source's when it is an NDArray, float32 otherwise (MXNet's rule, also
+    for NumPy arrays of another dtype); pass `dtype` to choose.
+    """
+    ctx = _ctx(ctx)
+    if isinstance(source_array, NDArray):
+        src = source_array.asnumpy()
+        target = src.dtype if dtype is None else _dtype(dtype)
+    else:
+        target = _dtype(dtype)
+        src = source_array if hasattr(source_array, "__cuda_array_interface__") \
+            else np.asarray(source_array)
+    with ctx.scope():
+        data = ctx.xp.array(src, dtype=target, copy=True)
+    return NDArray(data, ctx)
+
+
+def empty(shape, ctx=None, dtype=None):
+    """An uninitialized array (zeros on minigluon, so results never depend on garbage)."""
+    return zeros(shape, ctx, dtype)
+
+
+def zeros(shape, ctx=None, dtype=None, **kwargs):
+    """An array of zeros."""
+    return full(shape, 0, ctx, dtype)
+
+
+def ones(shape, ctx=None, dtype=None, **kwargs):
+    """An array of ones."""
+    return full(shape, 1, ctx, dtype)
+
+
+def full(shape, val, ctx=None, dtype=None, out=None):
+    """An array filled with `val`."""
+    ctx = _ctx(ctx)
+    with ctx.scope():
+        data = ctx.xp.full(_shape(shape), val, dtype=_dtype(dtype))
+    if out is not None:
+        out[:] = NDArray(data, ctx)
+        return out
+    return NDArray(data, ctx)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
+    """Evenly spaced values in [start, stop), each repeated `repeat` times."""
+    ctx = _ctx(ctx)
+    with ctx.scope():
+        data = ctx.xp.arange(start, stop, step, dtype=_dtype(dtype))
+        if repeat > 1:
+            data = ctx.xp.repeat(data, repeat)
+    return NDArray(data, ctx)
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
+    """`num` evenly spaced values from start to stop."""
+    ctx = _ctx(ctx)
+    with ctx.scope():
+        data = ctx.xp.linspace(start, stop, num, endpoint=endpoint, dtype=_dtype(dtype))
+    return NDArray(data, ctx)
+
+
+def eye(N, M=0, k=0, ctx=None, dtype=None):
+    """A 2-D array with ones on the k-th diagonal."""
+    ctx = _ctx(ctx)
+    with ctx.scope():
+        data = ctx.xp.eye(N, M or None, k, dtype=_dtype(dtype))
+    return NDArray(data, ctx)
+
+
+def waitall():
+    """Wait for all pending device work (a no-op on CPU, where work is synchronous)."""
+    import sys
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        for dev in range(cupy.cuda.runtime.getDeviceCount()):
+            with cupy.cuda.Device(dev):
+                cupy.cuda.get_current_stream().synchronize()

@@ -1,0 +1,323 @@
+"""NDArray: a mutable n-dimensional array on one device, with MXNet 1.x semantics.
+
+The data lives in `_data`, a numpy.ndarray on CPU or a cupy.ndarray on a real GPU. Every
+computation goes through the operator registry (`registry.invoke`), which is also where
+autograd records. In-place operators write into the existing buffer, so views, parameters
+and optimizer states keep their identity.
+"""
+import numpy as np
+
+from .. import autograd
+from ..base import AutogradError, DTypeError, MXNetError, ShapeError
+from ..context import Context, current_context
+from . import registry
+
+_NUMERIC = (int, float, bool, np.generic)
+
+
+def _op(name):
+    return registry.OPS[name]
+
+
+def _call(name, *args, **kwargs):
+    return registry.invoke(registry.OPS[name], args, kwargs)
+
+
+class NDArray:
+    """An array on a device. Create one with `mx.nd.array`, `mx.nd.zeros`, ..."""
+
+    __slots__ = ("_data", "_ctx", "_node", "_out_index", "_grad", "_grad_req", "__weakref__")
+    __array_ufunc__ = None    # numpy defers to our reflected operators
+    __array_priority__ = 1000.0
+
+    def __init__(self, data, ctx=None):
+        self._data = data
+        self._ctx = ctx if ctx is not None else current_context()
+        self._node = None
+        self._out_index = 0
+        self._grad = None
+        self._grad_req = None
+
+    # ---- attributes -------------------------------------------------------------------
+    @property
+    def shape(self):
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self):
+        """The element type as a NumPy scalar type, e.g. `numpy.float32`."""
+        return self._data.dtype.type
+
+    @property
+    def size(self):
+        return int(self._data.size)
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def context(self):
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def stype(self):
+        return "default"
+
+    @property
+    def grad(self):
+        """The gradient buffer attached by `attach_grad()`, or None."""
+        return self._grad
+
+    @property
+    def T(self):
+        return _call("transpose", self)
+
+    @property
+    def writable(self):
+        return bool(getattr(self._data.flags, "writeable", True))
+
+    # ---- conversion -------------------------------------------------------------------
+    def asnumpy(self):
+        """A NumPy copy of the data."""
+        if isinstance(self._data, np.ndarray):
+            return self._data.copy()
+        return self._data.get()
+
+    def asscalar(self):
+        """The single element as a NumPy scalar; the array must have size 1."""
+        if self.size != 1:
+            raise ShapeError(f"asscalar needs an array of size 1, got shape {self.shape}")
+        return self.asnumpy().reshape(())[()]
+
+    def item(self):
+        return self.asscalar().item()
+
+    def astype(self, dtype, copy=True):
+        """The data converted to `dtype` (gradients flow back through the cast)."""
+        if not copy and np.dtype(dtype) == self._data.dtype:
+            return self
+        return _call("cast", self, dtype=dtype)
+
+    def copy(self):
+        """A copy on the same device."""
+        return self.copyto(self._ctx)
+
+    def copyto(self, other):
+        """Copy into `other` (an NDArray, whose buffer is overwritten) or onto a Context."""
+        if isinstance(other, Context):
+            return _to_context(self, other)
+        if isinstance(other, NDArray):
+            if other is self:
+                return other
+            if other.shape != self.shape:
+                raise ShapeError(f"copyto: source shape {self.shape} does not match "
+                                 f"destination shape {other.shape}")
+            moved = _to_context(self, other._ctx)
+            other._data[...] = moved._data
+            other._node, other._out_index = moved._node, moved._out_index
+            return other
+        raise MXNetError(f"copyto: expected an NDArray or a Context, got {type(other).__name__}")
+
+    def as_in_context(self, context):
+        """This array on `context`: itself if it is already there, else a copy."""
+        if context == self._ctx:
+            return self
+        return _to_context(self, context)
+
+    as_in_ctx = as_in_context
+
+    def wait_to_read(self):
+        """Block until pending device work that writes this array is done."""
+        if not isinstance(self._data, np.ndarray):
+            with self._ctx.scope():
+                self._ctx.xp.cuda.get_current_stream().synchronize()
+
+    wait_to_write = wait_to_read
+
+    def tolist(self):
+        return self.asnumpy().tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.asnumpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    # ---- autograd ---------------------------------------------------------------------
+    def attach_grad(self, grad_req="write", stype=None):
+        """Make this array a variable: later `backward()` calls write its `.grad`."""
+        autograd._check_grad_req(grad_req)
+        grad = NDArray(self._ctx.xp.zeros(self._data.shape, dtype=self._data.dtype), self._ctx)
+        autograd.mark_variables([self], [grad], grad_req)
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        """Backpropagate from this array (see `autograd.backward`)."""
+        autograd.backward([self], None if out_grad is None else [out_grad],
+                          retain_graph=retain_graph, train_mode=train_mode)
+
+    def detach(self):
+        """The same data, cut out of the recorded graph."""
+        return NDArray(self._data, self._ctx)
+
+    # ---- shape helpers with MXNet's calling conventions ---------------------------------
+    def reshape(self, *shape, **kwargs):
+        """Reshape; `x.reshape(2, 3)`, `x.reshape((2, -1))` and `x.reshape(shape=(0, -1))`."""
+        if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+            shape = tuple(shape[0])
+        if shape:
+            kwargs["shape"] = shape
+        return _call("reshape", self, **kwargs)
+
+    def reshape_like(self, other):
+        return _call("reshape", self, shape=other.shape)
+
+    def zeros_like(self):
+        return NDArray(self._ctx.xp.zeros_like(self._data), self._ctx)
+
+    def ones_like(self):
+        return NDArray(self._ctx.xp.ones_like(self._data), self._ctx)
+
+    # ---- indexing ---------------------------------------------------------------------
+    def __getitem__(self, key):
+        return _call("_getitem", self, key=_raw_key(key, self._ctx))
+
+    def __setitem__(self, key, value):
+        key = _raw_key(key, self._ctx)
+        if isinstance(value, NDArray):
+            value = value.as_in_context(self._ctx)._data
+        elif not isinstance(value, _NUMERIC):
+            value = self._ctx.xp.asarray(value)
+        try:
+            self._data[key] = value
+        except (ValueError, IndexError) as err:
+            shape = getattr(value, "shape", ())
+            raise ShapeError(f"__setitem__: cannot assign a value of shape {tuple(shape)} to "
+                             f"index {key!r} of an array of shape {self.shape}: {err}") from None
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d NDArray")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self):
+        if self.size == 1:
+            return bool(self.asscalar())
+        if self.size == 0:
+            return False
+        raise ValueError(f"the truth value of an NDArray of shape {self.shape} is ambiguous; "
+                         "use .asnumpy().any() or .all()")
+
+    def __float__(self):
+        return float(self.asscalar())
+
+    def __int__(self):
+        return int(self.asscalar())
+
+    def __repr__(self):
+        shape = "x".join(str(n) for n in self.shape)
+        return f"\n{self.asnumpy()}\n<NDArray {shape} @{self._ctx}>"
+
+    def __getstate__(self):
+        return {"data": self.asnumpy(), "ctx": (self._ctx.device_type, self._ctx.device_id)}
+
+    def __setstate__(self, state):
+        ctx = Context(*state["ctx"])
+        NDArray.__init__(self, ctx.xp.asarray(state["data"]), ctx)
+
+    __hash__ = object.__hash__
+
+    # ---- arithmetic -------------------------------------------------------------------
+    def __add__(self, other): return _call("add", self, other)
+    def __radd__(self, other): return _call("add", other, self)
+    def __sub__(self, other): return _call("subtract", self, other)
+    def __rsub__(self, other): return _call("subtract", other, self)
+    def __mul__(self, other): return _call("multiply", self, other)
+    def __rmul__(self, other): return _call("multiply", other, self)
+    def __truediv__(self, other): return _call("divide", self, other)
+    def __rtruediv__(self, other): return _call("divide", other, self)
+    def __mod__(self, other): return _call("modulo", self, other)
+    def __rmod__(self, other): return _call("modulo", other, self)
+    def __pow__(self, other): return _call("power", self, other)
+    def __rpow__(self, other): return _call("power", other, self)
+    def __neg__(self): return _call("negative", self)
+    def __pos__(self): return self
+    def __abs__(self): return _call("abs", self)
+    def __eq__(self, other): return False if other is None else _call("equal", self, other)
+    def __ne__(self, other): return True if other is None else _call("not_equal", self, other)
+    def __gt__(self, other): return _call("greater", self, other)
+    def __ge__(self, other): return _call("greater_equal", self, other)
+    def __lt__(self, other): return _call("lesser", self, other)
+    def __le__(self, other): return _call("lesser_equal", self, other)
+
+    def __iadd__(self, other): return self._inplace("add", other)
+    def __isub__(self, other): return self._inplace("subtract", other)
+    def __imul__(self, other): return self._inplace("multiply", other)
+    def __itruediv__(self, other): return self._inplace("divide", other)
+    def __imod__(self, other): return self._inplace("modulo", other)
+
+    def _inplace(self, name, other):
+        """`self op= other`: recorded as a new graph node when autograd needs it, otherwise
+        written into the existing buffer so views and aliases see the change."""
+        result = _call(name, self, other)
+        if result._node is not None:
+            self._data, self._node, self._out_index = result._data, result._node, 0
+            return self
+        if result.shape != self.shape:
+            raise ShapeError(f"{name} in place: result shape {result.shape} does not fit "
+                             f"the target's shape {self.shape}")
+        self._data[...] = result._data
+        return self
+
+
+def _to_context(array, ctx):
+    """Copy `array` onto device `ctx`, recording the copy so gradients flow back."""
+    src = array._ctx
+    data = _move(array._data, src, ctx)
+    out = NDArray(data, ctx)
+    if autograd.is_recording() and autograd.needs_grad(array):
+        node = autograd.Node("_copyto", lambda dy: (_move(dy, ctx, src),), [array],
+                             [(out.shape, data.dtype, ctx)])
+        out._node = node
+    return out
+
+
+def _move(data, src, dst):
+    """A copy of the raw array `data` from device `src` to device `dst`."""
+    if dst.xp is np:
+        return data.copy() if isinstance(data, np.ndarray) else data.get()
+    with dst.scope():
+        return dst.xp.array(data, copy=True)
+
+
+def _raw_key(key, ctx):
+    """Translate an index: NDArrays become integer arrays on the indexed array's device."""
+    if isinstance(key, NDArray):
+        return _index_array(key, ctx)
+    if isinstance(key, tuple):
+        return tuple(_index_array(k, ctx) if isinstance(k, NDArray) else k for k in key)
+    if isinstance(key, list):
+        return ctx.xp.asarray(key)
+    return key
+
+
+def _index_array(key, ctx):
+    data = key.as_in_context(ctx)._data
+    if data.dtype.kind == "b":
+        return data
+    if data.dtype.kind == "f":
+        return data.astype(np.int64)
+    return data
+
+
+def _check_dtype_match(op_name, a, b):
+    if a.dtype != b.dtype:
+        raise DTypeError(f"{op_name}: operands have different dtypes {a.dtype} and {b.dtype}; "
+                         "cast one with .astype() first")
+
+
+__all__ = ["NDArray", "AutogradError"]

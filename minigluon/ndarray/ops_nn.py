@@ -1,0 +1,178 @@
+"""Neural-network operators that are not convolutions: FullyConnected, Dropout, Embedding,
+BatchNorm, LayerNorm and softmax_cross_entropy. (Convolution, Deconvolution and Pooling
+live in ops_conv.py.)"""
+import numpy as np
+
+from .. import autograd
+from ..base import ShapeError
+from .random import generator
+from .registry import register
+
+
+@register("FullyConnected", inputs=("data", "weight", "bias"))
+def fully_connected(xp, data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True):
+    """y = x W^T + b, with W of shape (num_hidden, in_units).
+
+    flatten=True treats the input as (N, everything else); flatten=False applies the layer
+    to the last axis only.
+    """
+    x = data.reshape(data.shape[0], -1) if flatten else data.reshape(-1, data.shape[-1])
+    if weight.ndim != 2 or weight.shape[1] != x.shape[1] or \
+            (num_hidden is not None and weight.shape[0] != num_hidden):
+        raise ShapeError(f"FullyConnected: data of shape {data.shape} (flatten={flatten}) "
+                         f"needs weight of shape ({num_hidden or weight.shape[0]}, "
+                         f"{x.shape[1]}), got {weight.shape}")
+    use_bias = bias is not None and not no_bias
+    if use_bias and bias.shape != (weight.shape[0],):
+        raise ShapeError(f"FullyConnected: bias must have shape ({weight.shape[0]},), "
+                         f"got {bias.shape}")
+    out = x @ weight.T
+    if use_bias:
+        out += bias
+    out_shape = (data.shape[0], weight.shape[0]) if flatten else \
+        data.shape[:-1] + (weight.shape[0],)
+
+    def backward(dy):
+        d2 = dy.reshape(x.shape[0], -1)
+        dx = (d2 @ weight).reshape(data.shape)
+        dw = d2.T @ x
+        return dx, dw, (d2.sum(axis=0) if use_bias else None)
+    return out.reshape(out_shape), backward
+
+
+@register("Dropout")
+def dropout(xp, data, p=0.5, mode="training", axes=(), cudnn_off=False):
+    """Zero each element with probability p and scale the rest by 1/(1-p), in training only.
+
+    `axes` lists axes along which one draw is shared (e.g. whole channels).
+    """
+    if not 0 <= p < 1:
+        raise ShapeError(f"Dropout: p must be in [0, 1), got {p}")
+    active = mode == "always" or autograd.is_training()
+    if not active or p == 0:
+        return data.copy(), lambda dy: (dy,)
+    shape = tuple(1 if i in tuple(axes) else n for i, n in enumerate(data.shape))
+    keep = generator(xp).uniform(0, 1, shape, data.dtype) >= p
+    mask = keep.astype(data.dtype) / data.dtype.type(1 - p)
+    return data * mask, lambda dy: (dy * mask,)
+
+
+@register("Embedding", inputs=("data", "weight"))
+def embedding(xp, data, weight, input_dim=None, output_dim=None, dtype="float32",
+              sparse_grad=False):
+    """Rows of `weight` looked up by the integer values of `data` (clipped to the table)."""
+    if weight.ndim != 2 or (input_dim is not None and weight.shape != (input_dim, output_dim)):
+        raise ShapeError(f"Embedding: weight must have shape ({input_dim}, {output_dim}), "
+                         f"got {weight.shape}")
+    idx = xp.clip(data.astype(np.int64), 0, weight.shape[0] - 1)
+    out = weight[idx]
+
+    def backward(dy):
+        g = xp.zeros_like(weight)
+        flat = dy.reshape(-1, weight.shape[1])
+        if hasattr(xp.add, "at"):
+            xp.add.at(g, idx.reshape(-1), flat)
+        else:
+            import cupyx
+            cupyx.scatter_add(g, idx.reshape(-1), flat)
+        return None, g
+    return out, backward
+
+
+def _channel_view(vec, ndim, axis):
+    return vec.reshape(tuple(-1 if i == axis else 1 for i in range(ndim)))
+
+
+@register("BatchNorm", inputs=("data", "gamma", "beta", "moving_mean", "moving_var"))
+def batch_norm(xp, data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentum=0.9,
+               fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1,
+               cudnn_off=False, min_calib_range=None, max_calib_range=None):
+    """Normalize over every axis but `axis`.
+
+    In training mode (autograd.is_training() and not use_global_stats) the batch statistics
+    are used and the moving statistics are updated in place:
+    moving = moving * momentum + batch * (1 - momentum). Otherwise the moving ones are used.
+    fix_gamma=True treats gamma as 1.
+    """
+    ax = axis % data.ndim
+    c = data.shape[ax]
+    for name, v in (("gamma", gamma), ("beta", beta), ("moving_mean", moving_mean),
+                    ("moving_var", moving_var)):
+        if v.shape != (c,):
+            raise ShapeError(f"BatchNorm: {name} must have shape ({c},) for data of shape "
+                             f"{data.shape} and axis {axis}, got {v.shape}")
+    red = tuple(i for i in range(data.ndim) if i != ax)
+    work = data.astype(np.float32) if data.dtype == np.float16 else data
+    g = xp.ones_like(gamma) if fix_gamma else gamma
+    training = autograd.is_training() and not use_global_stats
+    if training:
+        mean, var = work.mean(axis=red), work.var(axis=red)
+        moving_mean *= momentum
+        moving_mean += (1 - momentum) * mean.astype(moving_mean.dtype)
+        moving_var *= momentum
+        moving_var += (1 - momentum) * var.astype(moving_var.dtype)
+    else:
+        mean, var = moving_mean.astype(work.dtype), moving_var.astype(work.dtype)
+    inv_std = 1 / xp.sqrt(var + eps)
+    xhat = (work - _channel_view(mean, data.ndim, ax)) * _channel_view(inv_std, data.ndim, ax)
+    out = (xhat * _channel_view(g, data.ndim, ax) + _channel_view(beta, data.ndim, ax))
+    out = out.astype(data.dtype, copy=False)
+
+    def backward(dy, *unused):
+        dy = dy.astype(work.dtype, copy=False)
+        dbeta = dy.sum(axis=red)
+        dgamma = xp.zeros_like(gamma) if fix_gamma else (dy * xhat).sum(axis=red)
+        dxhat = dy * _channel_view(g, data.ndim, ax)
+        scale = _channel_view(inv_std, data.ndim, ax)
+        if training:
+            m = data.size // c
+            dx = scale / m * (m * dxhat - _channel_view(dxhat.sum(axis=red), data.ndim, ax)
+                              - xhat * _channel_view((dxhat * xhat).sum(axis=red), data.ndim, ax))
+        else:
+            dx = dxhat * scale
+        return (dx.astype(data.dtype, copy=False), dgamma.astype(gamma.dtype, copy=False),
+                dbeta.astype(beta.dtype, copy=False), None, None)
+    if output_mean_var:
+        return (out, mean.astype(data.dtype), var.astype(data.dtype)), backward
+    return out, backward
+
+
+@register("LayerNorm", inputs=("data", "gamma", "beta"))
+def layer_norm(xp, data, gamma, beta, axis=-1, eps=1e-5, output_mean_var=False):
+    """Normalize over `axis` of each sample, then scale by gamma and shift by beta."""
+    ax = axis % data.ndim
+    if gamma.shape != (data.shape[ax],) or beta.shape != (data.shape[ax],):
+        raise ShapeError(f"LayerNorm: gamma and beta must have shape ({data.shape[ax]},), got "
+                         f"{gamma.shape} and {beta.shape}")
+    mean = data.mean(axis=ax, keepdims=True)
+    inv_std = 1 / xp.sqrt(data.var(axis=ax, keepdims=True) + eps)
+    xhat = (data - mean) * inv_std
+    gv, bv = _channel_view(gamma, data.ndim, ax), _channel_view(beta, data.ndim, ax)
+    out = xhat * gv + bv
+    red = tuple(i for i in range(data.ndim) if i != ax)
+
+    def backward(dy):
+        n = data.shape[ax]
+        dxhat = dy * gv
+        dx = inv_std / n * (n * dxhat - dxhat.sum(axis=ax, keepdims=True)
+                            - xhat * (dxhat * xhat).sum(axis=ax, keepdims=True))
+        return dx, (dy * xhat).sum(axis=red), dy.sum(axis=red)
+    return out, backward
+
+
+@register("softmax_cross_entropy", inputs=("data", "label"))
+def softmax_cross_entropy(xp, data, label):
+    """Sum over the batch of -log(softmax(data)[label]); data (N, C), label (N,)."""
+    if data.ndim != 2 or label.shape != (data.shape[0],):
+        raise ShapeError(f"softmax_cross_entropy: expects data (N, C) and label (N,), got "
+                         f"{data.shape} and {label.shape}")
+    z = data - data.max(axis=1, keepdims=True)
+    logp = z - xp.log(xp.exp(z).sum(axis=1, keepdims=True))
+    idx = label.astype(np.int64)
+    out = -logp[xp.arange(data.shape[0]), idx].sum().reshape(1)
+
+    def backward(dy):
+        g = xp.exp(logp)
+        g[xp.arange(data.shape[0]), idx] -= 1
+        return g * dy.reshape(()), None
+    return out.astype(data.dtype), backward

@@ -1,0 +1,122 @@
+"""The operator registry: every differentiable op is defined once, here or in an ops_* file.
+
+An op is a plain function `fn(xp, *inputs, **attrs) -> (output, backward)` written against
+the array module `xp` (numpy or cupy). `output` is an array or a tuple of arrays;
+`backward(*output_grads)` returns one gradient per input (None where there is none), or is
+None for ops without a gradient. Gradients may keep a broadcast shape: the autograd engine
+sums them back to each input's shape.
+
+`invoke` is the one bridge from NDArrays to ops: it checks devices, unwraps, runs the op on
+the right device, wraps the result and records a tape node when autograd is recording.
+NDArray methods, `mx.nd.*` functions and (later) symbols all go through it.
+"""
+from .. import autograd
+from ..base import ContextError, MXNetError, numeric_types
+
+OPS = {}
+
+
+class OpDef:
+    """How to call one op: its function, the names of its array inputs, and aliases."""
+
+    __slots__ = ("name", "fn", "inputs", "variadic", "cross_device")
+
+    def __init__(self, name, fn, inputs, variadic=False, cross_device=False):
+        self.name, self.fn, self.inputs = name, fn, tuple(inputs)
+        self.variadic, self.cross_device = variadic, cross_device
+
+
+def register(name, inputs=("data",), aliases=(), variadic=False):
+    """Decorator: register `fn` under `name` (and `aliases`) with the given array inputs."""
+    def wrap(fn):
+        op = OpDef(name, fn, inputs, variadic)
+        for key in (name,) + tuple(aliases):
+            if key in OPS:
+                raise MXNetError(f"operator {key!r} registered twice")
+            OPS[key] = op
+        return fn
+    return wrap
+
+
+def get(name):
+    """The OpDef registered as `name`."""
+    try:
+        return OPS[name]
+    except KeyError:
+        raise MXNetError(f"unknown operator {name!r}") from None
+
+
+def _split_args(op, args, kwargs):
+    """Separate array inputs from attributes, accepting inputs by position or by name."""
+    if op.variadic:
+        return list(args), (), kwargs
+    n = len(op.inputs)
+    inputs = list(args[:n])
+    for name in op.inputs[len(inputs):]:
+        inputs.append(kwargs.pop(name, None))
+    return inputs, args[n:], kwargs
+
+
+def _common_context(op, inputs):
+    ctx = None
+    for x in inputs:
+        c = getattr(x, "_ctx", None)
+        if c is None:
+            continue
+        if ctx is None:
+            ctx = c
+        elif c != ctx:
+            raise ContextError(
+                f"{op.name}: inputs are on different devices, {ctx} and {c}; move them "
+                "with .as_in_context(ctx) or .copyto(ctx) first")
+    return ctx
+
+
+def invoke(op, args, kwargs, out=None):
+    """Run `op` on NDArray (or scalar) arguments; returns NDArray(s)."""
+    from .ndarray import NDArray, current_context
+    inputs, extra, attrs = _split_args(op, args, kwargs)
+    attrs.pop("name", None)
+    ctx = _common_context(op, inputs) or attrs.pop("ctx", None) or current_context()
+    raw = [x._data if isinstance(x, NDArray) else x for x in inputs]
+    with ctx.scope():
+        try:
+            result, backward = op.fn(ctx.xp, *raw, *extra, **attrs)
+        except MXNetError:
+            raise
+        except TypeError as err:
+            raise MXNetError(f"{op.name}: bad arguments ({err})") from None
+    multi = isinstance(result, tuple)
+    outputs = [NDArray(r, ctx) for r in (result if multi else (result,))]
+    if backward is not None and autograd.is_recording():
+        _record(op, inputs, outputs, backward)
+    if out is not None:
+        return _write_out(op, outputs, out)
+    return outputs if multi else outputs[0]
+
+
+def _record(op, inputs, outputs, backward):
+    from .ndarray import NDArray
+    arrays = [x if isinstance(x, NDArray) else None for x in inputs]
+    if not any(x is not None and autograd.needs_grad(x) for x in arrays):
+        return
+    node = autograd.Node(op.name, backward, arrays,
+                         [(o.shape, o._data.dtype, o._ctx) for o in outputs])
+    for i, o in enumerate(outputs):
+        o._node, o._out_index = node, i
+
+
+def _write_out(op, outputs, out):
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    if len(outs) != len(outputs):
+        raise MXNetError(f"{op.name}: got {len(outs)} out arrays for {len(outputs)} outputs")
+    for dst, src in zip(outs, outputs):
+        if dst.shape != src.shape:
+            raise MXNetError(f"{op.name}: out has shape {dst.shape}, result has {src.shape}")
+        dst._data[...] = src._data
+        dst._node, dst._out_index = src._node, src._out_index
+    return out
+
+
+def is_scalar(x):
+    return isinstance(x, numeric_types())

@@ -1,0 +1,131 @@
+"""`mx.nd.save` / `mx.nd.load`: lists and dicts of arrays in a small binary format.
+
+The format (docs/ndarray-format.md) is little-endian and pickle-free:
+
+    magic  b"MGNDARR\\0"          8 bytes
+    version                      uint32 (1)
+    kind                         uint32 (0 = list, 1 = dict)
+    count                        uint64
+    count entries, each:
+        name length, name        uint32, UTF-8 bytes (length 0 in a list)
+        dtype length, dtype      uint8, ASCII NumPy dtype string such as '<f4'
+        ndim, shape              uint32, ndim x uint64
+        nbytes, data             uint64, the elements in C order
+"""
+import io
+import struct
+
+import numpy as np
+
+from ..base import MXNetError
+from ..context import cpu
+from .ndarray import NDArray
+
+MAGIC = b"MGNDARR\0"
+VERSION = 1
+
+
+class FormatError(MXNetError, ValueError):
+    """A file or buffer that is not a valid minigluon array file."""
+
+
+def _entries(data):
+    if isinstance(data, NDArray):
+        return 0, [("", data)]
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if not isinstance(k, str) or not isinstance(v, NDArray):
+                raise MXNetError(f"save: a dict must map str to NDArray, got {k!r}: "
+                                 f"{type(v).__name__}")
+        return 1, list(data.items())
+    if isinstance(data, (list, tuple)):
+        for i, v in enumerate(data):
+            if not isinstance(v, NDArray):
+                raise MXNetError(f"save: item {i} of the list is a {type(v).__name__}, "
+                                 "not an NDArray")
+        return 0, [("", v) for v in data]
+    raise MXNetError(f"save: expected an NDArray, a list of them or a dict of str to them, "
+                     f"got {type(data).__name__}")
+
+
+def save_to_bytes(data):
+    """Serialize an NDArray, a list of them, or a dict of str to them, to bytes."""
+    kind, entries = _entries(data)
+    out = io.BytesIO()
+    out.write(MAGIC + struct.pack("<IIQ", VERSION, kind, len(entries)))
+    for name, arr in entries:
+        raw = np.ascontiguousarray(arr.asnumpy())
+        dt = raw.dtype.newbyteorder("<") if raw.dtype.byteorder == ">" else raw.dtype
+        raw = raw.astype(dt, copy=False)
+        name_b, dtype_b = name.encode("utf-8"), dt.str.encode("ascii")
+        out.write(struct.pack("<I", len(name_b)) + name_b)
+        out.write(struct.pack("<B", len(dtype_b)) + dtype_b)
+        out.write(struct.pack("<I", raw.ndim) + struct.pack(f"<{raw.ndim}Q", *raw.shape))
+        out.write(struct.pack("<Q", raw.nbytes))
+        out.write(raw.tobytes())
+    return out.getvalue()
+
+
+def save(fname, data):
+    """Write arrays to `fname` (see save_to_bytes)."""
+    payload = save_to_bytes(data)
+    with open(fname, "wb") as f:
+        f.write(payload)
+
+
+class _Reader:
+    def __init__(self, buf, source):
+        self.buf, self.pos, self.source = memoryview(buf), 0, source
+
+    def take(self, n, what):
+        if self.pos + n > len(self.buf):
+            raise FormatError(f"{self.source}: truncated while reading {what} at byte {self.pos}")
+        chunk = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def unpack(self, fmt, what):
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
+
+
+def load_frombuffer(buf, source="buffer"):
+    """Read arrays saved by `save_to_bytes`; returns a list or a dict of NDArrays on cpu."""
+    r = _Reader(buf, source)
+    if bytes(r.take(len(MAGIC), "the header")) != MAGIC:
+        raise FormatError(f"{source}: not a minigluon array file (bad magic); it must be "
+                          "written by mx.nd.save")
+    version, kind, count = r.unpack("<IIQ", "the header")
+    if version != VERSION or kind not in (0, 1):
+        raise FormatError(f"{source}: unsupported version {version} or kind {kind}")
+    items = [_read_entry(r) for _ in range(count)]
+    if r.pos != len(r.buf):
+        raise FormatError(f"{source}: {len(r.buf) - r.pos} unexpected bytes after the last array")
+    if kind == 1:
+        return {name: arr for name, arr in items}
+    return [arr for _, arr in items]
+
+
+def _read_entry(r):
+    (n,) = r.unpack("<I", "a name length")
+    name = bytes(r.take(n, "a name")).decode("utf-8")
+    (n,) = r.unpack("<B", "a dtype length")
+    try:
+        dtype = np.dtype(bytes(r.take(n, "a dtype")).decode("ascii"))
+    except TypeError as err:
+        raise FormatError(f"{r.source}: bad dtype in entry {name!r}: {err}") from None
+    if dtype.hasobject:
+        raise FormatError(f"{r.source}: object dtype in entry {name!r} is not allowed")
+    (ndim,) = r.unpack("<I", "ndim")
+    shape = r.unpack(f"<{ndim}Q", "a shape")
+    (nbytes,) = r.unpack("<Q", "a data length")
+    if nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
+        raise FormatError(f"{r.source}: entry {name!r} has {nbytes} bytes of data, which does "
+                          f"not fit shape {shape} of {dtype}")
+    data = np.frombuffer(r.take(nbytes, f"the data of {name!r}"), dtype=dtype).reshape(shape)
+    return name, NDArray(data.copy(), cpu())
+
+
+def load(fname):
+    """Read arrays written by `mx.nd.save`: a list, or a dict when a dict was saved."""
+    with open(fname, "rb") as f:
+        return load_frombuffer(f.read(), source=str(fname))
