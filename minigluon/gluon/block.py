@@ -1,0 +1,485 @@
+"""Block and HybridBlock: the building blocks of Gluon models.
+
+A Block owns Parameters and child Blocks, registered by assigning them as attributes.
+A HybridBlock writes its computation once, in `hybrid_forward(F, x, ...)`, where F is
+`mx.nd` for arrays or `mx.sym` while tracing. `hybridize()` traces that function once into
+a graph (symbol.CachedGraph) and replays the graph on later calls.
+"""
+from collections import OrderedDict
+import re
+import threading
+
+import numpy as np
+
+from .. import initializer
+from .. import ndarray as nd
+from .. import symbol as sym
+from ..base import MXNetError, ShapeError
+from ..ndarray.ndarray import NDArray
+from ..symbol.graph import CachedGraph
+from ..symbol.symbol import Symbol
+from .parameter import DeferredInitializationError, Parameter, ParameterDict
+
+
+class _BlockScope:
+    """Hands out unique name prefixes (`dense0_`, `dense1_`, ...) within the current scope."""
+
+    _local = threading.local()
+
+    def __init__(self, block):
+        self._block = block
+        self._counter = {}
+        self._old = None
+
+    @staticmethod
+    def create(prefix, params, hint):
+        current = getattr(_BlockScope._local, "value", None)
+        if current is None:
+            if prefix is None:
+                counter = _BlockScope._global_counter()
+                count = counter.get(hint, 0)
+                counter[hint] = count + 1
+                prefix = f"{hint}{count}_"
+            return prefix, ParameterDict(prefix, shared=params)
+        if prefix is None:
+            count = current._counter.get(hint, 0)
+            current._counter[hint] = count + 1
+            prefix = f"{hint}{count}_"
+        parent = current._block
+        return parent.prefix + prefix, ParameterDict(parent.prefix + prefix, shared=params)
+
+    @staticmethod
+    def _global_counter():
+        if not hasattr(_BlockScope._local, "counter"):
+            _BlockScope._local.counter = {}
+        return _BlockScope._local.counter
+
+    def __enter__(self):
+        self._old = getattr(_BlockScope._local, "value", None)
+        _BlockScope._local.value = self
+        return self
+
+    def __exit__(self, *exc):
+        _BlockScope._local.value = self._old
+
+
+class Block:
+    """Base class of all layers and models. Subclass it and define `forward`.
+
+    Example::
+
+        class Net(gluon.Block):
+            def __init__(self, **kwargs):
+                super().__init__(**kwargs)
+                with self.name_scope():
+                    self.dense = nn.Dense(10)
+            def forward(self, x):
+                return self.dense(x)
+    """
+
+    def __init__(self, prefix=None, params=None):
+        hint = type(self).__name__.lower()
+        object.__setattr__(self, "_children", OrderedDict())
+        object.__setattr__(self, "_reg_params", OrderedDict())
+        self._prefix, self._params = _BlockScope.create(prefix, params, hint)
+        self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
+        self._scope = _BlockScope(self)
+        self._forward_hooks = OrderedDict()
+        self._forward_pre_hooks = OrderedDict()
+
+    def __setattr__(self, name, value):
+        existing = getattr(self, name, None)
+        if isinstance(existing, (Block, Parameter)) and not isinstance(value, type(existing)) \
+                and value is not None:
+            raise MXNetError(f"changing attribute {name!r} of {self.name} from "
+                             f"{type(existing).__name__} to {type(value).__name__} is not allowed")
+        if isinstance(value, Block):
+            self.register_child(value, name)
+        elif isinstance(value, Parameter):
+            self._reg_params[name] = value
+        object.__setattr__(self, name, value)
+
+    # ---- naming -------------------------------------------------------------------------
+    @property
+    def prefix(self):
+        return self._prefix
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def params(self):
+        """This block's own parameters (not its children's)."""
+        return self._params
+
+    def name_scope(self):
+        """A scope in which child blocks get names prefixed by this block's prefix."""
+        return self._scope
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}("]
+        for key, child in self._children.items():
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({key}): {body}")
+        return "\n".join(lines) + "\n)" if len(lines) > 1 else f"{type(self).__name__}()"
+
+    # ---- structure ----------------------------------------------------------------------
+    def register_child(self, block, name=None):
+        """Register `block` as a child (done automatically on attribute assignment)."""
+        self._children[name if name is not None else str(len(self._children))] = block
+
+    def collect_params(self, select=None):
+        """A ParameterDict of this block's and all its children's parameters.
+
+        `select` is a regular expression (or '|'-joined ones) that names must match.
+        """
+        out = ParameterDict(self._params.prefix)
+        self._collect_into(out)
+        return out if select is None else out.select(f"(?:{select})$|(?:{select})")
+
+    def _collect_into(self, out):
+        for name, param in self._params.items():
+            out._params.setdefault(name, param)
+        for param in self._reg_params.values():
+            out._params.setdefault(param.name, param)
+        for child in self._children.values():
+            child._collect_into(out)
+
+    def _collect_params_with_prefix(self, prefix=""):
+        """Parameters by structural name (`features.0.weight`), for save/load_parameters."""
+        if prefix:
+            prefix += "."
+        out = {prefix + key: p for key, p in self._reg_params.items()}
+        for name, child in self._children.items():
+            out.update(child._collect_params_with_prefix(prefix + name))
+        return out
+
+    def apply(self, fn):
+        """Call `fn(block)` on every child (recursively) and then on this block."""
+        for child in self._children.values():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def initialize(self, init=initializer.Uniform(), ctx=None, verbose=False,
+                   force_reinit=False):
+        """Initialize all parameters (see Parameter.initialize)."""
+        self.collect_params().initialize(init, ctx, verbose, force_reinit)
+
+    def hybridize(self, active=True, **kwargs):
+        """Hybridize every HybridBlock child (a plain Block itself stays imperative)."""
+        for child in self._children.values():
+            child.hybridize(active, **kwargs)
+
+    def cast(self, dtype):
+        """Cast all parameters to `dtype`."""
+        for child in self._children.values():
+            child.cast(dtype)
+        for param in self._reg_params.values():
+            param.cast(dtype)
+
+    def zero_grad(self):
+        """Set all gradients to zero."""
+        self.collect_params().zero_grad()
+
+    def reset_ctx(self, ctx):
+        self.collect_params().reset_ctx(ctx)
+
+    # ---- saving ------------------------------------------------------------------------
+    def save_parameters(self, filename, deduplicate=False):
+        """Save parameter values by structural name, in mx.nd.save's format."""
+        params = self._collect_params_with_prefix()
+        arrays, seen = {}, {}
+        for name, param in params.items():
+            if deduplicate and id(param) in seen:
+                continue
+            seen[id(param)] = name
+            arrays[name] = param._reduce()
+        nd.save(filename, arrays)
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
+                        cast_dtype=False, dtype_source="current"):
+        """Load values written by save_parameters; shapes must match exactly.
+
+        A name missing from the file is an error unless allow_missing; a name in the file
+        that this block lacks is an error unless ignore_extra.
+        """
+        loaded = nd.load(filename)
+        if not isinstance(loaded, dict):
+            raise MXNetError(f"{filename}: holds a list of arrays, not named parameters")
+        _assign_loaded(self._collect_params_with_prefix(), loaded, filename, ctx,
+                       allow_missing, ignore_extra, cast_dtype, dtype_source)
+
+    save_params = save_parameters
+    load_params = load_parameters
+
+    # ---- calling -----------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook):
+        """Call `hook(block, inputs)` before each forward."""
+        key = len(self._forward_pre_hooks)
+        self._forward_pre_hooks[key] = hook
+        return _HookHandle(self._forward_pre_hooks, key)
+
+    def register_forward_hook(self, hook):
+        """Call `hook(block, inputs, outputs)` after each forward."""
+        key = len(self._forward_hooks)
+        self._forward_hooks[key] = hook
+        return _HookHandle(self._forward_hooks, key)
+
+    def __call__(self, *args):
+        for hook in list(self._forward_pre_hooks.values()):
+            hook(self, args)
+        out = self.forward(*args)
+        for hook in list(self._forward_hooks.values()):
+            hook(self, args, out)
+        return out
+
+    def forward(self, *args):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def summary(self, *inputs):
+        """Print each layer's output shape and parameter count for a forward on `inputs`."""
+        from .summary import summarize
+        print(summarize(self, inputs))
+
+
+class _HookHandle:
+    def __init__(self, hooks, key):
+        self._hooks, self._key = hooks, key
+
+    def detach(self):
+        self._hooks.pop(self._key, None)
+
+
+def _assign_loaded(params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype,
+                   dtype_source):
+    """Copy `loaded` arrays into `params` (both keyed by name), with clear mismatch errors."""
+    if not allow_missing:
+        missing = [n for n in params if n not in loaded]
+        if missing:
+            raise MXNetError(
+                f"parameters {missing[:5]}{' ...' if len(missing) > 5 else ''} are missing from "
+                f"{filename!r}, which holds {sorted(loaded)[:5]}...; it may be another "
+                "network's file. Pass allow_missing=True to keep those parameters as they are")
+    if not ignore_extra:
+        extra = [n for n in loaded if n not in params]
+        if extra:
+            raise MXNetError(
+                f"{filename!r} holds parameters {extra[:5]}{' ...' if len(extra) > 5 else ''} "
+                "that this block does not have; it may be another network's file. Pass "
+                "ignore_extra=True to skip them")
+    for name, param in params.items():
+        if name not in loaded:
+            continue
+        value = loaded[name]
+        if param.shape is not None and len(param.shape) == value.ndim and all(
+                a in (0, b) for a, b in zip(param.shape, value.shape)):
+            param.shape = value.shape
+        elif param.shape is not None:
+            raise ShapeError(f"parameter {name!r}: {filename!r} has shape {value.shape} but "
+                             f"the block expects {param.shape}")
+        if cast_dtype:
+            if dtype_source == "current":
+                value = value.astype(param.dtype)
+            else:
+                param.cast(value.dtype)
+        elif np.dtype(value.dtype) != np.dtype(param.dtype):
+            raise MXNetError(f"parameter {name!r}: {filename!r} has dtype "
+                             f"{np.dtype(value.dtype).name} but the block uses "
+                             f"{np.dtype(param.dtype).name}; pass cast_dtype=True")
+        _load_into(param, value, ctx)
+
+
+def _load_into(param, value, ctx):
+    from .parameter import _ctx_list
+    if param._data is None:
+        if param._deferred_init:
+            ctx = param._deferred_init[1] if ctx is None else _ctx_list(ctx)
+        param._deferred_init = ()
+        param._shape = value.shape
+        param._init_impl(value, _ctx_list(ctx))
+    else:
+        param.set_data(value)
+
+
+class HybridBlock(Block):
+    """A Block whose `hybrid_forward(F, x, *args, **params)` works on both NDArrays and
+    Symbols, so `hybridize()` can trace it once and replay the traced graph."""
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix, params)
+        self._active = False
+        self._cached = {}
+
+    def hybridize(self, active=True, **kwargs):
+        """Trace on the next call and replay the graph afterwards (active=False undoes it)."""
+        self._active = active
+        self._cached = {}
+        super().hybridize(active, **kwargs)
+
+    def cast(self, dtype):
+        self._cached = {}
+        super().cast(dtype)
+
+    def infer_shape(self, *args):
+        """Fill in unknown parameter shapes from the inputs; layers with deferred
+        parameters override this."""
+        unknown = [p.name for p in self._reg_params.values()
+                   if p.shape is None or 0 in p.shape]
+        if unknown:
+            raise DeferredInitializationError(
+                f"{type(self).__name__} cannot infer the shapes of {unknown}; give their full "
+                "shapes, or define infer_shape(self, *inputs) to set them from the inputs")
+
+    def _deferred_pending(self):
+        return [p for p in self._reg_params.values() if p._data is None and p._deferred_init]
+
+    def _ensure_initialized(self, *args):
+        pending = self._deferred_pending()
+        if not pending:
+            return
+        if any(p.shape is None or 0 in p.shape for p in pending):
+            self.infer_shape(*args)
+        for p in pending:
+            p._finish_deferred_init()
+
+    def forward(self, x, *args):
+        if isinstance(x, Symbol):
+            params = {name: p.var() for name, p in self._reg_params.items()}
+            return self.hybrid_forward(sym, x, *args, **params)
+        if not isinstance(x, NDArray):
+            raise MXNetError(f"{type(self).__name__} expects an NDArray or Symbol input, got "
+                             f"{type(x).__name__}")
+        if self._active:
+            return self._call_cached(x, *args)
+        return self._call_imperative(x, *args)
+
+    def _call_imperative(self, x, *args):
+        self._ensure_initialized(x, *args)
+        ctx = x.context
+        params = {name: p.data(ctx) for name, p in self._reg_params.items()}
+        return self.hybrid_forward(nd, x, *args, **params)
+
+    def _call_cached(self, x, *args):
+        key = tuple(a is None for a in args)
+        entry = self._cached.get(key)
+        if entry is None:
+            out = self._call_imperative(x, *args)   # also finishes deferred initialization
+            self._cached[key] = self._trace(x, *args)
+            return out
+        graph, params, structure = entry
+        ctx = x.context
+        inputs = [x] + [a for a in args if a is not None] + [p.data(ctx) for p in params]
+        return _regroup(graph(inputs), structure)
+
+    def _trace(self, x, *args):
+        """Trace hybrid_forward with Symbols into a CachedGraph."""
+        names = ["data"] if not args else [f"data{i}" for i in range(1 + len(args))]
+        data_syms = [sym.var(n) for n in names]
+        it = iter(data_syms[1:])
+        sym_args = [None if a is None else next(it) for a in args]
+        out = self.forward(data_syms[0], *sym_args)
+        flat, structure = _flatten(out)
+        graph_sym = sym.Group(flat)
+        used = [n for i, n in enumerate(names) if i == 0 or args[i - 1] is not None]
+        by_name = {p.name: p for p in self.collect_params().values()}
+        params = []
+        for arg in graph_sym.list_arguments():
+            if arg in used:
+                continue
+            if arg not in by_name:
+                raise MXNetError(f"hybridize: the traced graph of {self.name} uses {arg!r}, "
+                                 "which is neither an input nor one of its parameters")
+            params.append(by_name[arg])
+        graph = CachedGraph(graph_sym, used + [p.name for p in params])
+        self._export_sym = graph_sym
+        return graph, params, structure
+
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Write `path-symbol.json` and `path-%04d.params` (call the hybridized block once
+        first). Load them back with `SymbolBlock.imports`."""
+        if not self._cached:
+            raise MXNetError("export: hybridize() the block and run one forward pass first, so "
+                             "there is a traced graph to write")
+        graph_sym = self._export_sym
+        graph_sym.save(f"{path}-symbol.json")
+        by_name = {p.name: p for p in self.collect_params().values()}
+        arrays = {}
+        for arg in graph_sym.list_arguments():
+            if arg in by_name:
+                kind = "aux" if arg.endswith(("moving_mean", "moving_var", "running_mean",
+                                              "running_var")) else "arg"
+                arrays[f"{kind}:{arg}"] = by_name[arg]._reduce()
+        param_file = f"{path}-{epoch:04d}.params"
+        nd.save(param_file, arrays)
+        return f"{path}-symbol.json", param_file
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward()")
+
+
+def _flatten(out):
+    if isinstance(out, (list, tuple)):
+        flat, structure = [], []
+        for item in out:
+            f, s = _flatten(item)
+            flat.extend(f)
+            structure.append(s)
+        return flat, (type(out), structure)
+    if isinstance(out, Symbol) and len(out) > 1:
+        return list(out), (list, [None] * len(out))
+    return [out], None
+
+
+def _regroup(outputs, structure):
+    it = iter(outputs)
+
+    def build(s):
+        if s is None:
+            return next(it)
+        kind, parts = s
+        return kind(build(p) for p in parts)
+    return build(structure)
+
+
+class SymbolBlock(HybridBlock):
+    """A block that runs a given Symbol graph, e.g. one written by HybridBlock.export.
+
+    `inputs` are the data variables; every other argument becomes a Parameter.
+    """
+
+    def __init__(self, outputs, inputs, params=None):
+        super().__init__(prefix="", params=params)
+        outputs = outputs if isinstance(outputs, Symbol) else sym.Group(list(outputs))
+        inputs = [inputs] if isinstance(inputs, Symbol) else list(inputs)
+        self._input_names = [s.name for s in inputs]
+        self._graph_sym = outputs
+        self._export_sym = outputs
+        for arg in outputs.list_arguments():
+            if arg not in self._input_names:
+                p = self._params.get(arg, allow_deferred_init=True)
+                self._reg_params[arg] = p
+        self._graph = CachedGraph(outputs, self._input_names +
+                                  [a for a in outputs.list_arguments()
+                                   if a not in self._input_names])
+
+    @staticmethod
+    def imports(symbol_file, input_names, param_file=None, ctx=None):
+        """Load a block exported by HybridBlock.export."""
+        graph = sym.load(symbol_file)
+        names = [input_names] if isinstance(input_names, str) else list(input_names)
+        block = SymbolBlock(graph, [sym.var(n) for n in names])
+        if param_file is not None:
+            loaded = {k.split(":", 1)[-1]: v for k, v in nd.load(param_file).items()}
+            _assign_loaded(dict(block._reg_params), loaded, param_file, ctx, False, False,
+                           False, "current")
+        return block
+
+    def forward(self, x, *args):
+        if isinstance(x, Symbol):
+            raise MXNetError("SymbolBlock cannot be traced again; call it on NDArrays")
+        ctx = x.context
+        params = [p.data(ctx) for p in self._reg_params.values()]
+        outs = self._graph([x, *args] + params)
+        return outs[0] if len(outs) == 1 else outs

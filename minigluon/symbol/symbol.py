@@ -1,0 +1,317 @@
+"""Symbol: a node of a traced computation graph (`mx.sym`).
+
+A Symbol is a list of outputs, each an (`_Node`, index) pair. A node is a variable (no op)
+or an operator from the same registry that NDArrays use, with its inputs (other outputs or
+Python literals such as scalars) and attributes. `HybridBlock` traces `hybrid_forward` with
+Symbols to build the graph it replays; users can also build graphs by hand:
+
+    x, y = mx.sym.Variable('X'), mx.sym.Variable('Y')
+    z = (x + y) / 100
+    z.eval(X=mx.nd.ones(2), Y=mx.nd.ones(2))
+"""
+import itertools
+import json
+
+import numpy as np
+
+from ..base import MXNetError
+from ..ndarray import registry
+
+_counters = {}
+
+
+def _auto_name(op_name):
+    key = op_name.lower().lstrip("_")
+    n = _counters.get(key, itertools.count())
+    _counters[key] = n
+    return f"{key}{next(n)}"
+
+
+def _num_outputs(op_name, attrs):
+    """How many outputs an op node has (known from its attributes)."""
+    if op_name in ("split", "SliceChannel"):
+        return int(attrs.get("num_outputs", attrs.get("_pos0", 1)))
+    if op_name == "topk" and attrs.get("ret_typ") == "both":
+        return 2
+    if op_name == "BatchNorm" and attrs.get("output_mean_var"):
+        return 3
+    return 1
+
+
+class _Node:
+    __slots__ = ("op", "inputs", "attrs", "name", "num_outputs", "var_attrs")
+
+    def __init__(self, op, inputs, attrs, name, var_attrs=None):
+        self.op = op                  # OpDef, or None for a variable
+        self.inputs = inputs          # list of (node, index) or literals
+        self.attrs = attrs
+        self.name = name
+        self.var_attrs = var_attrs or {}
+        self.num_outputs = 1 if op is None else _num_outputs(op.name, attrs)
+
+    @property
+    def is_var(self):
+        return self.op is None
+
+
+class Symbol:
+    """A symbolic value: the output(s) of a traced graph."""
+
+    __slots__ = ("_outputs",)
+
+    def __init__(self, outputs):
+        self._outputs = list(outputs)
+
+    # ---- structure ----------------------------------------------------------------------
+    @property
+    def name(self):
+        if len(self._outputs) != 1:
+            return None
+        node, _ = self._outputs[0]
+        return node.name
+
+    def _entry(self, what):
+        if len(self._outputs) != 1:
+            raise MXNetError(f"{what}: this symbol groups {len(self._outputs)} outputs; pick "
+                             "one with sym[i]")
+        return self._outputs[0]
+
+    def __getitem__(self, index):
+        outs = self._outputs
+        if isinstance(index, str):
+            names = self.list_outputs()
+            if index not in names:
+                raise MXNetError(f"no output named {index!r}; outputs are {names}")
+            index = names.index(index)
+        if not isinstance(index, int):
+            raise MXNetError("a Symbol can only be indexed by an output number or name; use "
+                             "F.slice / F.slice_axis / F.take to slice values")
+        return Symbol([outs[index]])
+
+    def __len__(self):
+        return len(self._outputs)
+
+    def __iter__(self):
+        return (Symbol([o]) for o in self._outputs)
+
+    def _topo(self):
+        """Every node the outputs depend on, inputs before users."""
+        order, seen = [], set()
+        stack = [(node, False) for node, _ in reversed(self._outputs)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            for inp in reversed(node.inputs):
+                if isinstance(inp, tuple) and id(inp[0]) not in seen:
+                    stack.append((inp[0], False))
+        return order
+
+    def list_arguments(self):
+        """Names of the variables, in the order they are first used."""
+        return [n.name for n in self._topo() if n.is_var]
+
+    list_inputs = list_arguments
+
+    def list_outputs(self):
+        names = []
+        for node, idx in self._outputs:
+            suffix = "output" if node.num_outputs == 1 else f"output{idx}"
+            names.append(node.name if node.is_var else f"{node.name}_{suffix}")
+        return names
+
+    def list_auxiliary_states(self):
+        return []
+
+    def get_internals(self):
+        """Every node's outputs, as one grouped symbol."""
+        return Symbol([(n, i) for n in self._topo()
+                       for i in range(n.num_outputs)])
+
+    def __repr__(self):
+        if len(self._outputs) == 1:
+            return f"<Symbol {self.name}>"
+        return f"<Symbol group [{', '.join(self.list_outputs())}]>"
+
+    # ---- evaluation ---------------------------------------------------------------------
+    def eval(self, ctx=None, **kwargs):
+        """Evaluate with the given NDArrays bound to the variables; returns a list."""
+        return self.bind(ctx, kwargs).forward()
+
+    def bind(self, ctx=None, args=None, args_grad=None, grad_req="write", aux_states=None,
+             **kwargs):
+        """An Executor running this graph on `ctx` with `args` (dict or list by position)."""
+        from .executor import Executor
+        return Executor(self, ctx, args, args_grad, grad_req)
+
+    def infer_shape(self, **shapes):
+        """(arg_shapes, out_shapes, aux_shapes) given the shapes of the data variables."""
+        from .. import ndarray as nd
+        args = self.list_arguments()
+        missing = [a for a in args if a not in shapes and not self._var_shape(a)]
+        if missing:
+            return None, None, None
+        feed = {a: nd.zeros(shapes.get(a) or self._var_shape(a)) for a in args}
+        outs = self.eval(**feed)
+        return [feed[a].shape for a in args], [o.shape for o in outs], []
+
+    def _var_shape(self, name):
+        for n in self._topo():
+            if n.is_var and n.name == name:
+                shape = n.var_attrs.get("shape")
+                return tuple(shape) if shape and all(s > 0 for s in shape) else None
+        return None
+
+    # ---- serialization ------------------------------------------------------------------
+    def tojson(self):
+        """The graph as a JSON string (see docs/symbol-format.md)."""
+        nodes = self._topo()
+        index = {id(n): i for i, n in enumerate(nodes)}
+        out = []
+        for n in nodes:
+            inputs = [[index[id(i[0])], i[1]] if isinstance(i, tuple) else {"literal": _jsonable(i)}
+                      for i in n.inputs]
+            out.append({"op": "null" if n.is_var else n.op.name, "name": n.name,
+                        "attrs": _jsonable(n.var_attrs if n.is_var else n.attrs),
+                        "inputs": inputs})
+        heads = [[index[id(node)], idx] for node, idx in self._outputs]
+        return json.dumps({"format": "minigluon-symbol", "version": 1, "nodes": out,
+                           "heads": heads}, indent=1)
+
+    def save(self, fname):
+        with open(fname, "w") as f:
+            f.write(self.tojson())
+
+    # ---- operators ----------------------------------------------------------------------
+    def __add__(self, o): return _apply("add", self, o)
+    def __radd__(self, o): return _apply("add", o, self)
+    def __sub__(self, o): return _apply("subtract", self, o)
+    def __rsub__(self, o): return _apply("subtract", o, self)
+    def __mul__(self, o): return _apply("multiply", self, o)
+    def __rmul__(self, o): return _apply("multiply", o, self)
+    def __truediv__(self, o): return _apply("divide", self, o)
+    def __rtruediv__(self, o): return _apply("divide", o, self)
+    def __mod__(self, o): return _apply("modulo", self, o)
+    def __rmod__(self, o): return _apply("modulo", o, self)
+    def __pow__(self, o): return _apply("power", self, o)
+    def __rpow__(self, o): return _apply("power", o, self)
+    def __neg__(self): return _apply("negative", self)
+    def __abs__(self): return _apply("abs", self)
+    def __gt__(self, o): return _apply("greater", self, o)
+    def __ge__(self, o): return _apply("greater_equal", self, o)
+    def __lt__(self, o): return _apply("lesser", self, o)
+    def __le__(self, o): return _apply("lesser_equal", self, o)
+    def __eq__(self, o): return _apply("equal", self, o)
+    def __ne__(self, o): return _apply("not_equal", self, o)
+    __hash__ = object.__hash__
+
+    def reshape(self, *shape, **kwargs):
+        if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+            shape = tuple(shape[0])
+        if shape:
+            kwargs["shape"] = shape
+        return _apply("reshape", self, **kwargs)
+
+    def astype(self, dtype, copy=True):
+        return _apply("cast", self, dtype=dtype)
+
+    @property
+    def T(self):
+        return _apply("transpose", self)
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value).name
+    if isinstance(value, np.dtype):
+        return value.name
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise MXNetError(f"cannot serialize attribute value {value!r} of type {type(value).__name__}")
+
+
+def _from_json(value):
+    if isinstance(value, dict):
+        return {k: _from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return tuple(_from_json(v) for v in value)
+    return value
+
+
+def load_json(text):
+    """Rebuild a Symbol from `Symbol.tojson()` output."""
+    doc = json.loads(text)
+    if doc.get("format") != "minigluon-symbol":
+        raise MXNetError("not a minigluon symbol file (missing format 'minigluon-symbol')")
+    nodes = []
+    for spec in doc["nodes"]:
+        inputs = [(nodes[i[0]], i[1]) if isinstance(i, list) else _from_json(i["literal"]) for i in spec["inputs"]]
+        attrs = _from_json(spec["attrs"])
+        if spec["op"] == "null":
+            nodes.append(_Node(None, [], {}, spec["name"], attrs))
+        else:
+            nodes.append(_Node(registry.get(spec["op"]), inputs, attrs, spec["name"]))
+    return Symbol([(nodes[i], j) for i, j in doc["heads"]])
+
+
+def load(fname):
+    """Read a symbol saved with `Symbol.save`."""
+    with open(fname) as f:
+        return load_json(f.read())
+
+
+def var(name, shape=None, dtype=None, init=None, lr_mult=None, wd_mult=None, **kwargs):
+    """A named placeholder for an input or a parameter."""
+    if not isinstance(name, str):
+        raise MXNetError(f"Variable name must be a str, got {name!r}")
+    attrs = {"shape": tuple(shape) if shape is not None else None,
+             "dtype": np.dtype(dtype).name if dtype is not None else None}
+    return Symbol([(_Node(None, [], {}, name, attrs), 0)])
+
+
+Variable = var
+
+
+def Group(symbols):
+    """One symbol whose outputs are the outputs of `symbols`."""
+    outs = []
+    for s in symbols:
+        outs.extend(s._outputs)
+    return Symbol(outs)
+
+
+def _entry_of(x, op_name):
+    if isinstance(x, Symbol):
+        return x._entry(op_name)
+    return x
+
+
+def _apply(op_name, *args, **kwargs):
+    return apply_op(registry.OPS[op_name], args, kwargs)
+
+
+def apply_op(op, args, kwargs):
+    """Build the node for `op` applied to Symbols (and literals); returns its Symbol."""
+    kwargs = dict(kwargs)
+    name = kwargs.pop("name", None)
+    kwargs.pop("out", None)
+    inputs, extra, attrs = registry._split_args(op, args, kwargs)
+    if extra:
+        fn_params = op.fn.__code__.co_varnames[1 + len(op.inputs):op.fn.__code__.co_argcount]
+        if len(extra) > len(fn_params):
+            raise MXNetError(f"{op.name}: too many positional arguments")
+        attrs = dict(zip(fn_params, extra), **attrs)
+    entries = [_entry_of(x, op.name) for x in inputs]
+    node = _Node(op, entries, attrs, name or _auto_name(op.name))
+    return Symbol([(node, i) for i in range(node.num_outputs)])
