@@ -8,6 +8,7 @@ Backward replays the steps' closures in reverse.
 from .. import autograd
 from ..autograd import _fit_grad
 from ..base import MXNetError
+from ..ndarray.ndarray import NDArray
 
 
 class CachedGraph:
@@ -55,7 +56,6 @@ class CachedGraph:
 
     def __call__(self, inputs):
         """Run on NDArrays (one per input name, all on one device); returns NDArrays."""
-        from ..ndarray.ndarray import NDArray
         ctx = next(x.context for x in inputs if isinstance(x, NDArray))
         raw = [x._data if isinstance(x, NDArray) else x for x in inputs]
         with ctx.scope():

@@ -1,0 +1,170 @@
+"""Block / HybridBlock / Parameter core: naming, deferred init, hybridize, save/load, export."""
+import numpy as np
+import pytest
+
+import minigluon as mx
+from minigluon import autograd, gluon, nd
+from minigluon.base import ShapeError
+
+
+class Affine(gluon.HybridBlock):
+    """A small dense layer written only against the Block API (not gluon.nn)."""
+
+    def __init__(self, units, in_units=0, **kwargs):
+        super().__init__(**kwargs)
+        self._units = units
+        with self.name_scope():
+            self.weight = self.params.get("weight", shape=(units, in_units),
+                                          allow_deferred_init=True)
+            self.bias = self.params.get("bias", shape=(units,), init="zeros")
+
+    def infer_shape(self, x):
+        self.weight.shape = (self._units, x.shape[1])
+
+    def hybrid_forward(self, F, x, weight, bias):
+        return F.FullyConnected(x, weight, bias, num_hidden=self._units)
+
+
+class TwoLayer(gluon.HybridBlock):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.first = Affine(6)
+            self.second = Affine(3)
+
+    def hybrid_forward(self, F, x):
+        h = F.tanh(self.first(x))
+        return F.log_softmax(self.second(h)), h
+
+
+def _net(seed=0):
+    mx.random.seed(seed)
+    net = TwoLayer(prefix="net_")
+    net.initialize(mx.init.Xavier())
+    return net
+
+
+def test_prefixes_and_collect_params():
+    net = TwoLayer(prefix="model_")
+    names = list(net.collect_params().keys())
+    assert names == ["model_affine0_weight", "model_affine0_bias",
+                     "model_affine1_weight", "model_affine1_bias"]
+    assert list(net.collect_params(".*bias").keys()) == names[1::2]
+    assert "(first): Affine()" in repr(net)
+
+
+def test_deferred_init_infers_shape_on_first_forward():
+    net = _net()
+    with pytest.raises(gluon.DeferredInitializationError, match="deferred"):
+        net.first.weight.data()
+    net(nd.ones((2, 5)))
+    assert net.first.weight.shape == (6, 5)
+    assert net.second.weight.shape == (3, 6)
+
+
+def test_using_a_parameter_before_initialize_says_what_to_do():
+    net = TwoLayer()
+    with pytest.raises(mx.MXNetError, match="call net.initialize"):
+        net.second.bias.data()
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_hybridized_outputs_and_gradients_are_identical(training):
+    x = nd.random.uniform(shape=(4, 5))
+    results = []
+    for hybrid in (False, True):
+        net = _net(seed=3)
+        net.hybridize(hybrid)
+        net(x)  # first call: deferred init (and the trace when hybridized)
+        params = net.collect_params()
+        with autograd.record(train_mode=training):
+            out, hidden = net(x)
+            loss = out.sum() + hidden.sum()
+        loss.backward()
+        results.append([out.asnumpy(), hidden.asnumpy()] +
+                       [p.grad().asnumpy() for p in params.values()])
+    for plain, hybrid in zip(*results):
+        np.testing.assert_array_equal(plain, hybrid)
+
+
+def test_save_load_round_trip_and_errors(tmp_path):
+    net = _net()
+    x = nd.random.uniform(shape=(2, 5))
+    ref = net(x)[0].asnumpy()
+    path = str(tmp_path / "net.params")
+    net.save_parameters(path)
+    other = TwoLayer(prefix="elsewhere_")
+    other.load_parameters(path)
+    np.testing.assert_array_equal(other(x)[0].asnumpy(), ref)
+
+    class Bigger(TwoLayer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.third = Affine(2)
+
+    with pytest.raises(mx.MXNetError, match="missing from .*allow_missing=True"):
+        Bigger().load_parameters(path)
+    Bigger().load_parameters(path, allow_missing=True)
+
+    class Smaller(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.first = Affine(6)
+
+    with pytest.raises(mx.MXNetError, match="ignore_extra=True"):
+        Smaller().load_parameters(path)
+    Smaller().load_parameters(path, ignore_extra=True)
+
+    class Wider(TwoLayer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.first = Affine(7, in_units=5)
+
+    with pytest.raises(ShapeError, match=r"has shape \(6, 5\) but the block expects \(7, 5\)"):
+        Wider().load_parameters(path)
+
+
+def test_export_and_symbolblock_imports(tmp_path):
+    net = _net()
+    x = nd.random.uniform(shape=(3, 5))
+    with pytest.raises(mx.MXNetError, match="hybridize"):
+        net.export(str(tmp_path / "m"))
+    net.hybridize()
+    ref = net(x)
+    sym_file, param_file = net.export(str(tmp_path / "m"), epoch=2)
+    assert param_file.endswith("m-0002.params")
+    block = gluon.SymbolBlock.imports(sym_file, ["data"], param_file)
+    out = block(x)
+    np.testing.assert_array_equal(out[0].asnumpy(), ref[0].asnumpy())
+    np.testing.assert_array_equal(out[1].asnumpy(), ref[1].asnumpy())
+
+
+def test_parameter_on_two_contexts_stays_in_sync():
+    p = gluon.Parameter("w", shape=(2, 3), init=mx.init.Normal(1.0))
+    p.initialize(ctx=[mx.cpu(0), mx.cpu(1)])
+    a, b = p.list_data()
+    np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+    assert a.context == mx.cpu(0) and b.context == mx.cpu(1)
+    p.set_data(nd.ones((2, 3)))
+    assert all((d.asnumpy() == 1).all() for d in p.list_data())
+    with pytest.raises(mx.MXNetError, match=r"not initialized on cpu\(2\)"):
+        p.data(mx.cpu(2))
+    p.reset_ctx(mx.cpu(3))
+    assert p.list_ctx() == [mx.cpu(3)]
+
+
+def test_summary_and_hooks(capsys):
+    net = _net()
+    seen = []
+    handle = net.first.register_forward_hook(lambda blk, inp, out: seen.append(out.shape))
+    net.summary(nd.ones((2, 5)))
+    printed = capsys.readouterr().out
+    assert "Affine-1" in printed and "(2, 6)" in printed
+    assert "Parameters in forward computation graph: 57" in printed
+    assert seen == [(2, 6)]
+    handle.detach()
+    net(nd.ones((2, 5)))
+    assert seen == [(2, 6)]
