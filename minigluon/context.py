@@ -106,6 +106,10 @@ class Context:
         if self.xp is not numpy:
             self.xp.get_default_memory_pool().free_all_blocks()
 
+    def __reduce__(self):
+        # the cached array module cannot be pickled; a device is its type and id
+        return (Context, (self.device_type, self.device_id))
+
     def __eq__(self, other):
         return (isinstance(other, Context) and self.device_type == other.device_type
                 and self.device_id == other.device_id)

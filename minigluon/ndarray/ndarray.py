@@ -188,6 +188,8 @@ class NDArray:
             value = value.as_in_context(self._ctx)._data
         elif not isinstance(value, _NUMERIC):
             value = self._ctx.xp.asarray(value)
+        if getattr(value, "size", 0) == 1:
+            value = value.reshape(())    # MXNet code writes x[i] = nd.array([v])
         try:
             self._data[key] = value
         except (ValueError, IndexError) as err:
@@ -263,7 +265,7 @@ class NDArray:
     def _inplace(self, name, other):
         """`self op= other`: recorded as a new graph node when autograd needs it, otherwise
         written into the existing buffer so views and aliases see the change."""
-        result = _call(name, self, other)
+        result = _call(name, self._snapshot() if autograd.is_recording() else self, other)
         if result._node is not None:
             self._data, self._node, self._out_index = result._data, result._node, 0
             return self
@@ -272,6 +274,14 @@ class NDArray:
                              f"the target's shape {self.shape}")
         self._data[...] = result._data
         return self
+
+    def _snapshot(self):
+        """Another handle on this array's data, graph position and gradient buffer, so a
+        recorded in-place op can rebind `self` without its node taking `self` as input."""
+        snap = NDArray(self._data, self._ctx)
+        snap._node, snap._out_index = self._node, self._out_index
+        snap._grad, snap._grad_req = self._grad, self._grad_req
+        return snap
 
 
 def _to_context(array, ctx):

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ..base import DTypeError, ShapeError
-from .registry import register
+from .registry import check_same_dtype, register
 
 _SCALARS = (int, float, bool, np.generic)
 
@@ -183,6 +183,7 @@ def add_n(xp, *args):
     shapes = {a.shape for a in args}
     if len(shapes) != 1:
         raise ShapeError(f"add_n: all inputs must have the same shape, got {sorted(shapes)}")
+    check_same_dtype("add_n", *args)
     out = args[0].copy()
     for a in args[1:]:
         out += a
@@ -204,6 +205,7 @@ def where(xp, condition, x, y):
     """x where condition is non-zero, else y. condition has x's shape, or is 1-D over axis 0."""
     if x.shape != y.shape:
         raise ShapeError(f"where: x and y must have the same shape, got {x.shape} and {y.shape}")
+    check_same_dtype("where", x, y)
     cond = condition != 0
     if cond.shape != x.shape:
         if cond.ndim != 1 or cond.shape[0] != x.shape[0]:

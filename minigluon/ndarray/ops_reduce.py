@@ -7,10 +7,11 @@ from .registry import register
 
 
 def _norm_axis(name, axis, ndim, exclude=False):
-    """MXNet axis argument -> a sorted tuple of non-negative axes (None means all)."""
+    """MXNet axis argument -> a sorted tuple of non-negative axes.
+
+    None and () mean all axes, with or without exclude (MXNet's ReduceAxesShapeImpl)."""
     if axis is None or axis == ():
-        axes = tuple(range(ndim))
-        return () if exclude and axis is not None else axes
+        return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = []
     for a in axes:
@@ -25,6 +26,11 @@ def _norm_axis(name, axis, ndim, exclude=False):
     return tuple(sorted(out))
 
 
+def _at_least_1d(out):
+    """MXNet 1.x has no 0-d arrays: a reduction to a scalar has shape (1,)."""
+    return out.reshape(1) if out.ndim == 0 else out
+
+
 def _expand(g, shape, axes):
     """Reshape a reduced gradient so it broadcasts against the input of `shape`."""
     kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
@@ -37,7 +43,7 @@ def _reducer(name, forward, grad, aliases=()):
         out = forward(xp, data, axes)
         out = xp.asarray(out).astype(data.dtype, copy=False)
         result = out.reshape(tuple(1 if i in axes else n for i, n in enumerate(data.shape))) \
-            if keepdims else out
+            if keepdims else _at_least_1d(out)
 
         def backward(dy):
             return (grad(xp, data, _expand(out, data.shape, axes), _expand(dy, data.shape, axes),
@@ -94,8 +100,8 @@ def norm(xp, data, ord=2, axis=None, keepdims=False, out_dtype=None):
     else:
         out = xp.sqrt((data * data).sum(axis=axes, keepdims=True))
     out = out.astype(data.dtype, copy=False)
-    result = out if keepdims else out.reshape(tuple(n for i, n in enumerate(data.shape)
-                                                    if i not in axes))
+    result = out if keepdims else _at_least_1d(
+        out.reshape(tuple(n for i, n in enumerate(data.shape) if i not in axes)))
 
     def backward(dy):
         dy = _expand(dy, data.shape, axes)
@@ -115,8 +121,9 @@ def _arg_reducer(name, fn):
             out = fn(xp, data, ax)
             if keepdims:
                 out = xp.expand_dims(out, ax)
-        # MXNet returns indices as float32
-        return xp.asarray(out).astype(np.float32), None
+        # MXNet returns indices as float32, and never as a 0-d array
+        out = xp.asarray(out).astype(np.float32)
+        return (out if keepdims else _at_least_1d(out)), None
     op.__name__ = name
     op.__doc__ = f"Index of the {name[3:]} along `axis`, as float32 (MXNet's convention)."
     register(name)(op)
@@ -158,6 +165,13 @@ def log_softmax(xp, data, axis=-1, temperature=None, dtype=None, use_length=Fals
     return out, backward
 
 
+def _sort_key(data, is_ascend):
+    """Keys whose ascending order is the wanted order; widen before negating unsigned ints."""
+    if is_ascend:
+        return data
+    return -data.astype(np.int64) if data.dtype.kind in "ub" else -data
+
+
 @register("topk")
 def topk(xp, data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"):
     """The k largest (or smallest) entries along `axis`: indices, values, both, or a mask."""
@@ -170,7 +184,7 @@ def topk(xp, data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="floa
     if not 0 < k <= n and k != 0:
         raise ShapeError(f"topk: k={k} must be between 1 and {n} (the size of axis {axis})")
     k = n if k <= 0 else k
-    order = xp.argsort(flat if is_ascend else -flat, axis=ax, kind="stable")
+    order = xp.argsort(_sort_key(flat, is_ascend), axis=ax, kind="stable")
     idx = xp.take(order, xp.arange(k), axis=ax)
     values = xp.take_along_axis(flat, idx, axis=ax)
     if ret_typ == "mask":
@@ -193,7 +207,7 @@ def topk(xp, data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="floa
 @register("sort")
 def sort(xp, data, axis=-1, is_ascend=True):
     """The values sorted along `axis`."""
-    order = xp.argsort(data if is_ascend else -data, axis=axis, kind="stable")
+    order = xp.argsort(_sort_key(data, is_ascend), axis=axis, kind="stable")
     out = xp.take_along_axis(data, order, axis=axis)
 
     def backward(dy):
@@ -206,5 +220,5 @@ def sort(xp, data, axis=-1, is_ascend=True):
 @register("argsort")
 def argsort(xp, data, axis=-1, is_ascend=True, dtype="float32"):
     """The indices that sort `data` along `axis`, as `dtype` (float32 by default)."""
-    order = xp.argsort(data if is_ascend else -data, axis=axis, kind="stable")
+    order = xp.argsort(_sort_key(data, is_ascend), axis=axis, kind="stable")
     return order.astype(np.dtype(dtype)), None

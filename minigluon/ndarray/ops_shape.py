@@ -5,7 +5,7 @@ import numpy as np
 
 from ..base import ShapeError
 from .ops_reduce import _norm_axis
-from .registry import register
+from .registry import check_same_dtype, register
 
 
 def _prod(shape):
@@ -27,6 +27,9 @@ def infer_reshape(src, target, reverse=False):
         if t == 0:
             _need(src, i, target), out.append(src[i]); i += 1
         elif t == -1:
+            if infer_at is not None:
+                raise ShapeError(f"reshape: shape {target} for an array of shape {src} has "
+                                 "more than one -1; at most one dimension can be inferred")
             infer_at = len(out); out.append(-1); i += 1
         elif t == -2:
             out.extend(src[i:]); i = len(src)
@@ -35,15 +38,20 @@ def infer_reshape(src, target, reverse=False):
         elif t == -4:
             _need(src, i, target)
             a, b = target[j + 1], target[j + 2]
+            if a == b == -1:
+                raise ShapeError(f"reshape: -4 in shape {target} splits dimension {src[i]} of "
+                                 f"{src} into -1x-1; give at least one of the two sizes")
             a = src[i] // b if a == -1 else a
             b = src[i] // a if b == -1 else b
             if a * b != src[i]:
-                raise ShapeError(f"reshape: -4 cannot split dimension {src[i]} into {a}x{b}")
+                raise ShapeError(f"reshape: -4 cannot split dimension {src[i]} of shape {src} "
+                                 f"into {a}x{b}")
             out.extend([a, b]); i += 1; j += 2
         elif t > 0:
             out.append(t); i += 1
         else:
-            raise ShapeError(f"reshape: invalid value {t} in shape {target}")
+            raise ShapeError(f"reshape: invalid value {t} in shape {target} for an array of "
+                             f"shape {src}; special values are 0, -1, -2, -3 and -4")
         j += 1
     if infer_at is not None:
         known = _prod(n for k, n in enumerate(out) if k != infer_at)
@@ -118,6 +126,8 @@ def squeeze(xp, data, axis=None):
         out = xp.squeeze(data, axis=axes)
     else:
         out = xp.squeeze(data)
+    if out.ndim == 0 and data.ndim:   # MXNet keeps at least one dimension
+        out = out.reshape(1)
     return out, lambda dy: (dy.reshape(data.shape),)
 
 
@@ -144,7 +154,8 @@ def split(xp, data, num_outputs, axis=1, squeeze_axis=False):
     def backward(*dys):
         join = xp.stack if squeeze_axis else xp.concatenate
         return (join(dys, axis=ax),)
-    return tuple(parts), backward
+    # MXNet returns a lone output as an NDArray, not a list of one
+    return (tuple(parts) if len(parts) > 1 else parts[0]), backward
 
 
 def _slice_key(name, shape, begin, end, step):
@@ -198,10 +209,13 @@ def getitem(xp, data, key):
     """data[key] with NumPy semantics (basic keys give views, advanced keys copies)."""
     try:
         out = data[key]
+        if _is_basic(key) and xp.ndim(out) == 0:
+            # MXNet 1.x has no 0-d arrays: x[i] of a 1-D x is a (1,) view
+            out = data[(key if isinstance(key, tuple) else (key,)) + (None,)]
     except IndexError as err:
         raise ShapeError(f"index {key!r} is out of bounds for shape {data.shape}: {err}") from None
     if _is_basic(key):
-        return out, lambda dy: (_scatter_into(xp, data, key, dy),)
+        return out, lambda dy: (_scatter_into(xp, data, key, dy.reshape(data[key].shape)),)
     return out, lambda dy: (_scatter_add(xp, data.shape, data.dtype, key, dy),)
 
 
@@ -294,7 +308,10 @@ def repeat(xp, data, repeats, axis=None):
 @register("broadcast_to")
 def broadcast_to(xp, data, shape):
     """Broadcast to `shape`; a 0 in `shape` keeps the input's size there."""
-    shape = tuple(d if s == 0 else s for s, d in zip(shape, data.shape)) + tuple(shape[data.ndim:])
+    if len(shape) != data.ndim:
+        raise ShapeError(f"broadcast_to: cannot broadcast shape {data.shape} to {tuple(shape)}; "
+                         "the target needs the same number of dimensions (reshape first)")
+    shape = tuple(d if s == 0 else s for s, d in zip(shape, data.shape))
     try:
         out = xp.broadcast_to(data, shape).copy()
     except ValueError:
@@ -335,6 +352,7 @@ def concat(xp, *data, dim=1, num_args=None):
     """Join arrays along `dim`."""
     if not data:
         raise ShapeError("concat: needs at least one array")
+    check_same_dtype("concat", *data)
     ax = _norm_axis("concat", dim, data[0].ndim)[0]
     rest = {d.shape[:ax] + d.shape[ax + 1:] for d in data}
     if len(rest) != 1:
@@ -351,6 +369,7 @@ def stack(xp, *data, axis=0, num_args=None):
         raise ShapeError("stack: needs at least one array")
     if len({d.shape for d in data}) != 1:
         raise ShapeError(f"stack: all arrays need the same shape, got {[d.shape for d in data]}")
+    check_same_dtype("stack", *data)
     out = xp.stack(data, axis=axis)
     ax = axis % out.ndim
     return out, lambda dy: tuple(xp.take(dy, i, axis=ax) for i in range(len(data)))
@@ -368,27 +387,45 @@ def diag(xp, data, k=0):
     """The k-th diagonal of a matrix, or a matrix with a vector on its diagonal."""
     if data.ndim not in (1, 2):
         raise ShapeError(f"diag: expects a 1-D or 2-D array, got shape {data.shape}")
-    return xp.diag(data, k), lambda dy: (xp.diag(dy, k) if data.ndim == 2 else xp.diag(dy, k),)
+    if data.ndim == 1:
+        return xp.diag(data, k), lambda dy: (xp.diag(dy, k),)
+    rows = xp.arange(max(0, -k), min(data.shape[0], data.shape[1] - k))
+    key = (rows, rows + k)
+
+    def backward(dy):
+        g = xp.zeros_like(data)
+        g[key] = dy
+        return (g,)
+    return data[key], backward
 
 
 # ---- products -----------------------------------------------------------------------------
 @register("dot", inputs=("lhs", "rhs"))
 def dot(xp, lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
-    """Matrix product; N-D inputs contract lhs's last axis with rhs's first (MXNet's rule)."""
-    a = lhs.T if transpose_a else lhs
-    b = rhs.T if transpose_b else rhs
-    if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[0]:
+    """Matrix product; N-D inputs contract lhs's last axis with rhs's first (MXNet's rule).
+
+    transpose_a contracts lhs's first axis instead, transpose_b rhs's last one; the other
+    axes keep their order. Two vectors give shape (1,).
+    """
+    check_same_dtype("dot", lhs, rhs)
+    if lhs.ndim == 0 or rhs.ndim == 0:
+        raise ShapeError(f"dot: expects arrays with at least one dimension, got shapes "
+                         f"{lhs.shape} and {rhs.shape}")
+    a2 = lhs.reshape(lhs.shape[0], -1).T if transpose_a else lhs.reshape(-1, lhs.shape[-1])
+    b2 = rhs.reshape(-1, rhs.shape[-1]).T if transpose_b else rhs.reshape(rhs.shape[0], -1)
+    if a2.shape[1] != b2.shape[0]:
         raise ShapeError(f"dot: shapes {lhs.shape} and {rhs.shape} are not aligned "
                          f"(transpose_a={transpose_a}, transpose_b={transpose_b}): "
-                         f"{a.shape[-1:]} != {b.shape[:1]}")
-    a2, b2 = a.reshape(-1, a.shape[-1]), b.reshape(b.shape[0], -1)
-    out = (a2 @ b2).reshape(a.shape[:-1] + b.shape[1:])
+                         f"contracted sizes {a2.shape[1]} != {b2.shape[0]}")
+    lead = lhs.shape[1:] if transpose_a else lhs.shape[:-1]
+    tail = rhs.shape[:-1] if transpose_b else rhs.shape[1:]
+    out = (a2 @ b2).reshape((lead + tail) or (1,))
 
     def backward(dy):
         d2 = dy.reshape(a2.shape[0], b2.shape[1])
-        ga = (d2 @ b2.T).reshape(a.shape)
-        gb = (a2.T @ d2).reshape(b.shape)
-        return (ga.T if transpose_a else ga), (gb.T if transpose_b else gb)
+        ga, gb = d2 @ b2.T, a2.T @ d2
+        return ((ga.T if transpose_a else ga).reshape(lhs.shape),
+                (gb.T if transpose_b else gb).reshape(rhs.shape))
     return out, backward
 
 
@@ -397,6 +434,7 @@ def batch_dot(xp, lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=
     """Matrix product per batch item: (B, n, m) x (B, m, k) -> (B, n, k)."""
     if lhs.ndim != 3 or rhs.ndim != 3:
         raise ShapeError(f"batch_dot: expects 3-D inputs, got {lhs.shape} and {rhs.shape}")
+    check_same_dtype("batch_dot", lhs, rhs)
     a = xp.swapaxes(lhs, 1, 2) if transpose_a else lhs
     b = xp.swapaxes(rhs, 1, 2) if transpose_b else rhs
     if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:

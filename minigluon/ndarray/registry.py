@@ -11,7 +11,7 @@ the right device, wraps the result and records a tape node when autograd is reco
 NDArray methods, `mx.nd.*` functions and (later) symbols all go through it.
 """
 from .. import autograd
-from ..base import ContextError, MXNetError, numeric_types
+from ..base import ContextError, DTypeError, MXNetError, numeric_types
 
 OPS = {}
 
@@ -87,7 +87,8 @@ def invoke(op, args, kwargs, out=None):
         except TypeError as err:
             raise MXNetError(f"{op.name}: bad arguments ({err})") from None
     multi = isinstance(result, tuple)
-    outputs = [NDArray(r, ctx) for r in (result if multi else (result,))]
+    # asarray: NumPy ufuncs turn 0-d arrays into scalars, which have no buffer to wrap
+    outputs = [NDArray(ctx.xp.asarray(r), ctx) for r in (result if multi else (result,))]
     if backward is not None and autograd.is_recording():
         _record(op, inputs, outputs, backward)
     if out is not None:
@@ -120,3 +121,12 @@ def _write_out(op, outputs, out):
 
 def is_scalar(x):
     return isinstance(x, numeric_types())
+
+
+def check_same_dtype(name, *arrays):
+    """Raise DTypeError unless all `arrays` share one dtype: MXNet never promotes silently."""
+    dtypes = sorted({str(a.dtype) for a in arrays})
+    if len(dtypes) > 1:
+        shapes = ", ".join(f"{a.shape} {a.dtype}" for a in arrays)
+        raise DTypeError(f"{name}: inputs have different dtypes ({shapes}); cast them to one "
+                         "dtype with .astype() first")

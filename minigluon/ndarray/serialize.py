@@ -13,6 +13,7 @@ The format (docs/ndarray-format.md) is little-endian and pickle-free:
         nbytes, data             uint64, the elements in C order
 """
 import io
+import math
 import struct
 
 import numpy as np
@@ -54,7 +55,7 @@ def save_to_bytes(data):
     out = io.BytesIO()
     out.write(MAGIC + struct.pack("<IIQ", VERSION, kind, len(entries)))
     for name, arr in entries:
-        raw = np.ascontiguousarray(arr.asnumpy())
+        raw = np.asarray(arr.asnumpy(), order="C")    # (ascontiguousarray makes 0-d 1-D)
         dt = raw.dtype.newbyteorder("<") if raw.dtype.byteorder == ">" else raw.dtype
         raw = raw.astype(dt, copy=False)
         name_b, dtype_b = name.encode("utf-8"), dt.str.encode("ascii")
@@ -107,21 +108,29 @@ def load_frombuffer(buf, source="buffer"):
 
 def _read_entry(r):
     (n,) = r.unpack("<I", "a name length")
-    name = bytes(r.take(n, "a name")).decode("utf-8")
+    raw_name = bytes(r.take(n, "a name"))
     (n,) = r.unpack("<B", "a dtype length")
+    raw_dtype = bytes(r.take(n, "a dtype"))
     try:
-        dtype = np.dtype(bytes(r.take(n, "a dtype")).decode("ascii"))
-    except TypeError as err:
-        raise FormatError(f"{r.source}: bad dtype in entry {name!r}: {err}") from None
+        name = raw_name.decode("utf-8")
+        dtype = np.dtype(raw_dtype.decode("ascii"))
+    except (TypeError, ValueError) as err:   # UnicodeDecodeError is a ValueError
+        raise FormatError(f"{r.source}: bad name or dtype {raw_dtype!r} in entry "
+                          f"{raw_name!r}: {err}") from None
     if dtype.hasobject:
         raise FormatError(f"{r.source}: object dtype in entry {name!r} is not allowed")
     (ndim,) = r.unpack("<I", "ndim")
     shape = r.unpack(f"<{ndim}Q", "a shape")
     (nbytes,) = r.unpack("<Q", "a data length")
-    if nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
+    if nbytes != math.prod(shape) * dtype.itemsize:   # Python ints: no overflow
         raise FormatError(f"{r.source}: entry {name!r} has {nbytes} bytes of data, which does "
                           f"not fit shape {shape} of {dtype}")
-    data = np.frombuffer(r.take(nbytes, f"the data of {name!r}"), dtype=dtype).reshape(shape)
+    chunk = r.take(nbytes, f"the data of {name!r}")
+    try:
+        data = np.frombuffer(chunk, dtype=dtype).reshape(shape)
+    except ValueError as err:   # e.g. an empty shape with a dimension too large for NumPy
+        raise FormatError(f"{r.source}: entry {name!r} has an invalid shape {shape}: "
+                          f"{err}") from None
     return name, NDArray(data.copy(), cpu())
 
 

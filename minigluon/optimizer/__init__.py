@@ -1,0 +1,21 @@
+"""`mx.optimizer`: update rules for parameters, with MXNet 1.x names.
+
+>>> opt = mx.optimizer.create('adam', learning_rate=1e-3, wd=1e-4)
+>>> updater = mx.optimizer.get_updater(opt)
+>>> updater(0, grad, weight)
+
+Out of scope: sparse (row_sparse) gradients, aggregated multi-tensor kernels, and the less
+used MXNet rules (FTML, Ftrl, Adamax, Nadam, DCASGD, SGLD, LBSGD, LAMB).
+"""
+from .optimizer import Optimizer, OptimizerError, create, register  # noqa: F401
+from .sgd import SGD  # noqa: F401
+from .nag import NAG  # noqa: F401
+from .adam import Adam  # noqa: F401
+from .adagrad import AdaGrad  # noqa: F401
+from .adadelta import AdaDelta  # noqa: F401
+from .rmsprop import RMSProp  # noqa: F401
+from .signum import Signum  # noqa: F401
+from .updater import Updater, get_updater  # noqa: F401
+
+__all__ = ["Optimizer", "SGD", "NAG", "Adam", "AdaGrad", "AdaDelta", "RMSProp", "Signum",
+           "create", "register", "get_updater", "Updater", "OptimizerError"]

@@ -1,0 +1,40 @@
+"""AdaGrad (MXNet's AdaGrad)."""
+import math
+
+from .optimizer import Optimizer, check_range, register
+
+__all__ = ["AdaGrad"]
+
+
+@register
+class AdaGrad(Optimizer):
+    """AdaGrad (Duchi et al., 2011): per-element rates from the sum of squared gradients.
+
+    With `g = clip(rescale_grad * grad, clip_gradient)`::
+
+        history = history + g**2
+        weight  = weight - lr * (g / sqrt(history + eps) + wd * weight)
+
+    Parameters
+    ----------
+    eps : float
+        Added inside the square root for stability.
+
+    >>> opt = mx.optimizer.AdaGrad(learning_rate=0.1, eps=1e-7)
+    """
+
+    def __init__(self, eps=1e-7, **kwargs):
+        super().__init__(**kwargs)
+        check_range("AdaGrad", "eps", eps, 0.0, math.inf)
+        self.float_stable_eps = eps
+
+    def create_state(self, index, weight):
+        return self._zeros_like(weight)    # history of squared gradients
+
+    def _step(self, xp, index, weight, grad, state, lr, wd):
+        g = self._rescaled(xp, grad)
+        state += g * g
+        step = g / xp.sqrt(state + self.float_stable_eps)
+        if wd:
+            step += wd * weight
+        weight -= lr * step

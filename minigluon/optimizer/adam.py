@@ -1,0 +1,61 @@
+"""Adam (MXNet's `adam_update`, with bias correction folded into the learning rate)."""
+import math
+
+from .optimizer import Optimizer, check_range, register
+
+__all__ = ["Adam"]
+
+
+@register
+class Adam(Optimizer):
+    """The Adam optimizer (Kingma & Ba, 2014), as MXNet 1.x computes it.
+
+    At the t-th update of a parameter, with `g = clip(rescale_grad * grad + wd * weight,
+    clip_gradient)` (weight decay enters before clipping)::
+
+        lr_t   = lr * sqrt(1 - beta2**t) / (1 - beta1**t)
+        m      = beta1 * m + (1 - beta1) * g
+        v      = beta2 * v + (1 - beta2) * g**2
+        weight = weight - lr_t * m / (sqrt(v) + epsilon)
+
+    Parameters
+    ----------
+    learning_rate : float
+        Default 0.001.
+    beta1, beta2 : float
+        Decay rates of the first and second moment estimates, in [0, 1).
+    epsilon : float
+        Added to the denominator for stability.
+    lazy_update : bool
+        Accepted for MXNet compatibility; gradients here are dense.
+
+    >>> opt = mx.optimizer.Adam(learning_rate=1e-3, beta1=0.9, beta2=0.999)
+    """
+
+    default_learning_rate = 0.001
+
+    def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 lazy_update=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        check_range("Adam", "beta1", beta1, 0.0, 1.0, high_open=True)
+        check_range("Adam", "beta2", beta2, 0.0, 1.0, high_open=True)
+        check_range("Adam", "epsilon", epsilon, 0.0, math.inf)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.lazy_update = lazy_update
+
+    def create_state(self, index, weight):
+        return (self._zeros_like(weight), self._zeros_like(weight))    # mean, variance
+
+    def _step(self, xp, index, weight, grad, state, lr, wd):
+        t = self._index_update_count[index]
+        lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        mean, var = state
+        g = grad * float(self.rescale_grad)
+        if wd:
+            g += wd * weight
+        self._clip(xp, g)
+        mean *= self.beta1
+        mean += (1.0 - self.beta1) * g
+        var *= self.beta2
+        var += (1.0 - self.beta2) * (g * g)
+        weight -= lr * mean / (xp.sqrt(var) + self.epsilon)

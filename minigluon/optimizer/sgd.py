@@ -1,0 +1,47 @@
+"""SGD with optional momentum (MXNet's `sgd_update` / `sgd_mom_update`)."""
+from .optimizer import Optimizer, check_range, register
+
+__all__ = ["SGD"]
+
+
+@register
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum and weight decay.
+
+    With `g = clip(rescale_grad * grad, clip_gradient)`, one step is::
+
+        mom    = momentum * mom - lr * (g + wd * weight)
+        weight = weight + mom
+
+    and without momentum `weight -= lr * (g + wd * weight)`. With multi_precision=True,
+    float16 weights step on a float32 master copy held in the state.
+
+    Parameters
+    ----------
+    momentum : float
+        The momentum, in [0, 1); 0 keeps no state.
+    lazy_update : bool
+        Accepted for MXNet compatibility; gradients here are dense, so every row updates.
+
+    >>> opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=1e-4)
+    """
+
+    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
+        super().__init__(**kwargs)
+        check_range("SGD", "momentum", momentum, 0.0, 1.0, high_open=True)
+        self.momentum = momentum
+        self.lazy_update = lazy_update
+
+    def create_state(self, index, weight):
+        return self._zeros_like(weight) if self.momentum != 0.0 else None
+
+    def _step(self, xp, index, weight, grad, state, lr, wd):
+        g = self._rescaled(xp, grad)
+        if wd:
+            g += wd * weight
+        if state is None:
+            weight -= lr * g
+            return
+        state *= self.momentum
+        state -= lr * g
+        weight += state

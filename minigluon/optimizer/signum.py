@@ -1,0 +1,52 @@
+"""Signum and signSGD (MXNet's `signum_update` / `signsgd_update`)."""
+from .optimizer import Optimizer, check_range, register
+
+__all__ = ["Signum"]
+
+
+@register
+class Signum(Optimizer):
+    """Step by the sign of the momentum (Bernstein et al., 2018).
+
+    With `g = clip(rescale_grad * grad, clip_gradient)`::
+
+        mom    = momentum * mom + (1 - momentum) * (g + wd * weight)
+        weight = (1 - lr * wd_lh) * weight - lr * sign(mom)
+
+    With momentum 0 (signSGD) no state is kept and the step is
+    `weight = (1 - lr * wd) * weight - lr * sign(grad)`, as in MXNet.
+
+    Parameters
+    ----------
+    learning_rate : float
+        Default 0.01.
+    momentum : float
+        The momentum, in [0, 1).
+    wd_lh : float
+        Decoupled weight decay (Loshchilov & Hutter), applied to the weight directly.
+
+    >>> opt = mx.optimizer.Signum(learning_rate=0.01, momentum=0.9, wd_lh=1e-4)
+    """
+
+    def __init__(self, learning_rate=None, momentum=0.9, wd_lh=0.0, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        check_range("Signum", "momentum", momentum, 0.0, 1.0, high_open=True)
+        self.momentum = momentum
+        self.wd_lh = wd_lh
+
+    def create_state(self, index, weight):
+        return self._zeros_like(weight) if self.momentum != 0.0 else None
+
+    def _step(self, xp, index, weight, grad, state, lr, wd):
+        if state is None:
+            direction, decay = xp.sign(grad), wd
+        else:
+            g = self._rescaled(xp, grad)
+            if wd:
+                g += wd * weight
+            state *= self.momentum
+            state += (1.0 - self.momentum) * g
+            direction, decay = xp.sign(state), self.wd_lh
+        if decay:
+            weight *= 1.0 - lr * decay
+        weight -= lr * direction

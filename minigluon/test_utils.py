@@ -1,0 +1,258 @@
+"""Helpers for tests (`mx.test_utils`), with MXNet 1.x names: tolerant comparisons whose
+failures say where and by how much, random shapes and arrays, temporary environment
+variables, and finite-difference gradients.
+
+Arrays may be NDArrays, NumPy arrays or scalars. Random shapes and values come from the
+generator `mx.random.seed` resets, so a seeded test is repeatable.
+"""
+import contextlib
+import os
+
+import numpy as np
+
+from . import autograd
+from . import context as _context
+from .base import MXNetError
+from .ndarray import NDArray, array
+from .ndarray.random import generator as _generator
+
+# Default tolerances by dtype (MXNet's); dtypes not listed (ints, bool) compare exactly.
+_RTOLS = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-5}
+_ATOLS = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-20}
+
+
+def default_context():
+    """The device tests run on: the current context."""
+    return _context.current_context()
+
+
+def set_default_context(ctx):
+    """Make `ctx` the device used outside any `with ctx:` scope (in this thread)."""
+    _context._stack()[0] = ctx
+
+
+def _as_numpy(x):
+    if isinstance(x, NDArray):
+        return x.asnumpy()
+    if hasattr(x, "__cuda_array_interface__"):
+        return x.get()
+    return np.asarray(x)
+
+
+def get_tols(a, b, rtol=None, atol=None):
+    """(rtol, atol): the given values, else the loosest defaults for a's and b's dtypes."""
+    a, b = _as_numpy(a), _as_numpy(b)
+    if rtol is None:
+        rtol = max(_RTOLS.get(a.dtype, 0), _RTOLS.get(b.dtype, 0))
+    if atol is None:
+        atol = max(_ATOLS.get(a.dtype, 0), _ATOLS.get(b.dtype, 0))
+    return rtol, atol
+
+
+def _closeness(a, b, rtol, atol, equal_nan):
+    """(mismatch mask, violation ratio |a-b| / (atol + rtol*|b|)) in float64."""
+    a64, b64 = np.broadcast_arrays(a.astype(np.float64), b.astype(np.float64))
+    close = np.isclose(a64, b64, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.abs(a64 - b64) / (atol + rtol * np.abs(b64))
+    ratio = np.where(close, 0.0, np.nan_to_num(ratio, nan=np.inf, posinf=np.inf))
+    return ~close, ratio, a64, b64
+
+
+def _shape_problem(a, b, names, use_broadcast):
+    if a.shape == b.shape:
+        return None
+    if use_broadcast:
+        try:
+            np.broadcast_shapes(a.shape, b.shape)
+            return None
+        except ValueError:
+            pass
+    return (f"{names[0]} and {names[1]} have different shapes: {names[0]} {a.shape}, "
+            f"{names[1]} {b.shape}")
+
+
+def almost_equal(a, b, rtol=None, atol=None, equal_nan=False, use_broadcast=True):
+    """True when every |a - b| <= atol + rtol * |b| (dtype-based default tolerances)."""
+    a, b = _as_numpy(a), _as_numpy(b)
+    if _shape_problem(a, b, ("a", "b"), use_broadcast):
+        return False
+    rtol, atol = get_tols(a, b, rtol, atol)
+    return not _closeness(a, b, rtol, atol, equal_nan)[0].any()
+
+
+def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=False,
+                        use_broadcast=True, mismatches=(10, 10)):
+    """Fail with the worst mismatch unless |a - b| <= atol + rtol * |b| everywhere.
+
+    Default tolerances depend on the dtypes (float16: rtol 1e-2, atol 1e-1; float32: 1e-4,
+    1e-3; float64: 1e-5, 1e-20; integers and bool: exact).
+
+    >>> assert_almost_equal(net(x), expected, rtol=1e-3, names=('net', 'numpy'))
+    """
+    a, b = _as_numpy(a), _as_numpy(b)
+    problem = _shape_problem(a, b, names, use_broadcast)
+    if problem:
+        raise AssertionError(problem)
+    rtol, atol = get_tols(a, b, rtol, atol)
+    bad, ratio, a64, b64 = _closeness(a, b, rtol, atol, equal_nan)
+    if bad.any():
+        raise AssertionError(_mismatch_message(a, b, bad, ratio, a64, b64, rtol, atol, names,
+                                               mismatches[0]))
+
+
+def _mismatch_message(a, b, bad, ratio, a64, b64, rtol, atol, names, max_listed):
+    na, nb = names
+    worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    excess = "" if np.isinf(ratio[worst]) else f", {ratio[worst]:.4g}x the tolerance"
+    lines = [f"{na} and {nb} are not almost equal (rtol={rtol:g}, atol={atol:g}): "
+             f"{int(bad.sum())} of {bad.size} elements differ "
+             f"({100.0 * bad.sum() / bad.size:.2f}%)",
+             f"worst at index {_index(worst)}: {na}={a64[worst]:.8g}, {nb}={b64[worst]:.8g}, "
+             f"|{na}-{nb}|={abs(a64[worst] - b64[worst]):.6g}{excess}"]
+    order = np.argsort(-ratio, axis=None, kind="stable")[:max_listed]
+    for rank, flat in enumerate(order[1:], start=2):
+        index = np.unravel_index(int(flat), ratio.shape)
+        if not bad[index]:
+            break
+        lines.append(f"  #{rank} at {_index(index)}: {na}={a64[index]:.8g}, "
+                     f"{nb}={b64[index]:.8g}")
+    with np.printoptions(threshold=20, edgeitems=3, precision=6):
+        lines.append(f" {na}: {a.dtype} {a.shape} {np.array2string(a, prefix=' ' * 4)}")
+        lines.append(f" {nb}: {b.dtype} {b.shape} {np.array2string(b, prefix=' ' * 4)}")
+    return "\n".join(lines)
+
+
+def _index(index):
+    return tuple(int(i) for i in index)
+
+
+def same(a, b):
+    """True when a and b have the same shape and exactly equal elements."""
+    return bool(np.array_equal(_as_numpy(a), _as_numpy(b)))
+
+
+def assert_exception(f, exception_type, *args, **kwargs):
+    """Fail unless `f(*args, **kwargs)` raises `exception_type`."""
+    try:
+        f(*args, **kwargs)
+    except exception_type:
+        return
+    expected = getattr(exception_type, "__name__", str(exception_type))
+    raise AssertionError(f"{getattr(f, '__name__', f)!s} did not raise {expected}")
+
+
+def rand_shape_nd(num_dim, dim=10, allow_zero_size=False):
+    """A random shape of `num_dim` dimensions, each in [1, dim] ([0, dim] with
+    allow_zero_size)."""
+    low = 0 if allow_zero_size else 1
+    sizes = _generator(np).integers(low, dim + 1, num_dim, np.int64)
+    return tuple(int(n) for n in sizes)
+
+
+def rand_shape_2d(dim0=10, dim1=10, allow_zero_size=False):
+    """A random (d0, d1) with d0 <= dim0 and d1 <= dim1."""
+    return tuple(rand_shape_nd(1, d, allow_zero_size)[0] for d in (dim0, dim1))
+
+
+def rand_shape_3d(dim0=10, dim1=10, dim2=10, allow_zero_size=False):
+    """A random (d0, d1, d2) with each di <= dimi."""
+    return tuple(rand_shape_nd(1, d, allow_zero_size)[0] for d in (dim0, dim1, dim2))
+
+
+def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
+                 ctx=None):
+    """An NDArray of standard-normal values (cast to `dtype`, default float32).
+
+    `density` (0..1), when given, keeps that fraction of the values and zeroes the rest;
+    `modifier_func` is applied to the NumPy values before they become an NDArray.
+    """
+    if stype != "default":
+        raise MXNetError(f"rand_ndarray: minigluon arrays are dense only, got stype={stype!r}; "
+                         "help: use stype='default'")
+    rng = _generator(np)
+    values = rng.normal(0.0, 1.0, shape, np.float64)
+    if density is not None:
+        values *= rng.uniform(0.0, 1.0, shape, np.float64) < density
+    if modifier_func is not None:
+        values = modifier_func(values)
+    return array(values, ctx=ctx or default_context(), dtype=dtype)
+
+
+def _env_settings(args):
+    if len(args) == 1 and isinstance(args[0], dict):
+        return dict(args[0])
+    if len(args) == 2:
+        return {args[0]: args[1]}
+    raise TypeError(f"environment() takes a dict or a (name, value) pair, got {args!r}")
+
+
+def _set_env(settings):
+    for name, value in settings.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = str(value)
+
+
+@contextlib.contextmanager
+def environment(*args):
+    """Set (value) or unset (None) environment variables for a `with` block or a decorated
+    function, restoring the previous values afterwards, also on error.
+
+    >>> with environment('MINIGLUON_SIMULATED_GPUS', '2'): ...
+    >>> @environment({'A': '1', 'B': None})
+    ... def test_something(): ...
+    """
+    settings = _env_settings(args)
+    saved = {name: os.environ.get(name) for name in settings}
+    try:
+        _set_env(settings)
+        yield
+    finally:
+        _set_env(saved)
+
+
+def numeric_grad(f, inputs, eps=1e-4):
+    """Central-difference gradients of sum(f(*inputs)) with respect to each input.
+
+    `f` takes NDArrays and returns an NDArray or a number; inputs are evaluated in float64.
+    Returns one NumPy array per input.
+    """
+    values = [_as_numpy(x).astype(np.float64) for x in inputs]
+    ctxs = [x.context if isinstance(x, NDArray) else default_context() for x in inputs]
+
+    def objective():
+        out = f(*[array(v, ctx=c, dtype=np.float64) for v, c in zip(values, ctxs)])
+        return float(_as_numpy(out).sum())
+
+    grads = []
+    for value in values:
+        grad = np.zeros_like(value)
+        for index in np.ndindex(value.shape):
+            original = value[index]
+            value[index] = original + eps
+            up = objective()
+            value[index] = original - eps
+            down = objective()
+            value[index] = original
+            grad[index] = (up - down) / (2 * eps)
+        grads.append(grad)
+    return grads
+
+
+def check_numeric_gradient(f, location, numeric_eps=1e-4, rtol=1e-2, atol=1e-4):
+    """Compare autograd's gradients of sum(f(*location)) with finite differences.
+
+    >>> check_numeric_gradient(lambda x, y: (x * y).sum(), [np.ones(3), np.arange(3.)])
+    """
+    xs = [array(_as_numpy(x), dtype=np.float64) for x in location]
+    for x in xs:
+        x.attach_grad()
+    with autograd.record():
+        out = f(*xs)
+    out.backward()
+    expected = numeric_grad(f, location, numeric_eps)
+    for i, (x, numeric) in enumerate(zip(xs, expected)):
+        assert_almost_equal(x.grad, numeric, rtol=rtol, atol=atol,
+                            names=(f"autograd grad of input {i}", f"numeric grad of input {i}"))

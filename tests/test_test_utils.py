@@ -1,0 +1,153 @@
+"""mx.test_utils: comparisons and their failure messages, random shapes and arrays,
+environment restore, assert_exception and finite-difference gradients."""
+import os
+
+import numpy as np
+import pytest
+
+import minigluon as mx
+from minigluon import nd
+from minigluon import test_utils as tu
+from minigluon.base import MXNetError
+
+
+def test_default_context_follows_with_and_set_default():
+    assert tu.default_context() == mx.cpu(0)
+    with mx.cpu(1):
+        assert tu.default_context() == mx.cpu(1)
+    tu.set_default_context(mx.cpu(2))
+    try:
+        assert tu.default_context() == mx.cpu(2)
+        assert nd.zeros((1,)).context == mx.cpu(2)
+    finally:
+        tu.set_default_context(mx.cpu(0))
+    assert tu.default_context() == mx.cpu(0)
+
+
+def test_assert_almost_equal_accepts_mixed_inputs_within_tolerance():
+    a = nd.array([1.0, 2.0, 3.0])
+    tu.assert_almost_equal(a, np.array([1.0, 2.0, 3.0005], np.float32))   # atol 1e-3
+    tu.assert_almost_equal(a, [1, 2, 3])
+    tu.assert_almost_equal(nd.ones((2, 3)), 1.0)                             # broadcast
+    tu.assert_almost_equal(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), equal_nan=True)
+
+
+def test_default_tolerances_depend_on_dtype():
+    assert tu.get_tols(np.float16(1), np.float16(1)) == (1e-2, 1e-1)
+    assert tu.get_tols(np.float32(1), np.float64(1)) == (1e-4, 1e-3)
+    assert tu.get_tols(np.int32(1), np.int64(1)) == (0, 0)
+    assert tu.almost_equal(np.array([1.0], np.float16), np.array([1.05], np.float16))
+    assert not tu.almost_equal(np.array([1.0]), np.array([1.0 + 1e-4]))    # float64: tight
+    assert not tu.almost_equal(np.array([3]), np.array([4]))
+
+
+def test_failure_message_names_arrays_worst_index_and_values():
+    expected = np.zeros((2, 3), np.float32)
+    actual = expected.copy()
+    actual[1, 2] = 0.5
+    actual[0, 1] = 0.01
+    with pytest.raises(AssertionError) as err:
+        tu.assert_almost_equal(nd.array(actual), expected, names=("net", "ref"))
+    msg = str(err.value)
+    assert "net and ref are not almost equal (rtol=0.0001, atol=0.001)" in msg
+    assert "2 of 6 elements differ" in msg
+    assert "worst at index (1, 2): net=0.5, ref=0, |net-ref|=0.5, 500x the tolerance" in msg
+    assert "#2 at (0, 1)" in msg
+
+
+def test_nan_and_shape_mismatches_fail():
+    with pytest.raises(AssertionError, match=r"index \(1,\): a=nan"):
+        tu.assert_almost_equal(np.array([1.0, np.nan]), np.array([1.0, 1.0]))
+    with pytest.raises(AssertionError, match=r"different shapes: x \(2, 3\), y \(3, 2\)"):
+        tu.assert_almost_equal(np.zeros((2, 3)), np.zeros((3, 2)), names=("x", "y"))
+    with pytest.raises(AssertionError, match="different shapes"):
+        tu.assert_almost_equal(np.zeros((2, 3)), np.zeros(3), use_broadcast=False)
+    assert not tu.almost_equal(np.zeros((2, 3)), np.zeros((3, 2)))
+
+
+def test_same_is_exact():
+    assert tu.same(nd.array([1, 2]), np.array([1, 2], np.float32))
+    assert not tu.same(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-12]))
+    assert not tu.same(np.zeros(2), np.zeros(3))
+
+
+def test_random_shapes_respect_bounds_and_seed():
+    mx.random.seed(3)
+    shapes = [tu.rand_shape_nd(4, dim=5) for _ in range(20)]
+    assert all(len(s) == 4 and all(1 <= n <= 5 for n in s) for s in shapes)
+    mx.random.seed(3)
+    assert shapes == [tu.rand_shape_nd(4, dim=5) for _ in range(20)]
+    d0, d1 = tu.rand_shape_2d(3, 4)
+    assert 1 <= d0 <= 3 and 1 <= d1 <= 4
+    assert len(tu.rand_shape_3d()) == 3
+    zeros = [tu.rand_shape_nd(3, dim=1, allow_zero_size=True) for _ in range(20)]
+    assert any(0 in s for s in zeros)
+
+
+def test_rand_ndarray_dtype_context_density():
+    mx.random.seed(0)
+    x = tu.rand_ndarray((50, 40), dtype="float16", ctx=mx.cpu(1))
+    assert x.shape == (50, 40) and x.dtype == np.float16 and x.context == mx.cpu(1)
+    assert abs(float(x.asnumpy().astype(np.float64).std()) - 1) < 0.1
+    sparse = tu.rand_ndarray((100, 100), density=0.2).asnumpy()
+    assert abs((sparse != 0).mean() - 0.2) < 0.03
+    mx.random.seed(0)
+    assert tu.same(tu.rand_ndarray((50, 40), dtype="float16"), x)
+    with pytest.raises(MXNetError, match="stype='csr'"):
+        tu.rand_ndarray((2, 2), stype="csr")
+
+
+def test_environment_sets_unsets_and_restores(monkeypatch):
+    monkeypatch.setenv("MG_TEST_A", "old")
+    monkeypatch.delenv("MG_TEST_B", raising=False)
+    with tu.environment({"MG_TEST_A": None, "MG_TEST_B": "1"}):
+        assert "MG_TEST_A" not in os.environ and os.environ["MG_TEST_B"] == "1"
+    assert os.environ["MG_TEST_A"] == "old" and "MG_TEST_B" not in os.environ
+    with pytest.raises(RuntimeError):
+        with tu.environment("MG_TEST_A", "new"):
+            assert os.environ["MG_TEST_A"] == "new"
+            raise RuntimeError("boom")
+    assert os.environ["MG_TEST_A"] == "old"
+    with pytest.raises(TypeError, match="dict or a"):
+        with tu.environment("MG_TEST_A"):
+            pass
+
+
+def test_environment_as_decorator(monkeypatch):
+    monkeypatch.delenv("MG_TEST_C", raising=False)
+
+    @tu.environment("MG_TEST_C", "7")
+    def read():
+        return os.environ.get("MG_TEST_C")
+
+    assert read() == "7" and read() == "7"
+    assert "MG_TEST_C" not in os.environ
+
+
+def test_assert_exception():
+    tu.assert_exception(int, ValueError, "x")
+    tu.assert_exception(lambda: {}["k"], (KeyError, IndexError))
+    with pytest.raises(AssertionError, match="int did not raise ValueError"):
+        tu.assert_exception(int, ValueError, "3")
+
+
+def test_numeric_grad_matches_analytic_gradient():
+    x, w = np.array([[1.0, -2.0], [0.5, 3.0]]), np.array([2.0, -1.0])
+    gx, gw = tu.numeric_grad(lambda a, b: (a * a * b).sum(), [x, nd.array(w)])
+    np.testing.assert_allclose(gx, 2 * x * w, rtol=1e-6)
+    np.testing.assert_allclose(gw, (x * x).sum(axis=0), rtol=1e-6)
+
+
+def test_check_numeric_gradient_passes_and_catches_wrong_gradients():
+    tu.check_numeric_gradient(lambda a, b: (a * b).sum() + a.exp(),
+                              [np.array([0.1, 0.2, 0.3]), np.array([1.0, 2.0, 3.0])])
+
+    class BadSquare(mx.autograd.Function):
+        def forward(self, x):
+            return x * x
+
+        def backward(self, dy):
+            return dy * 3.0
+
+    with pytest.raises(AssertionError, match="autograd grad of input 0"):
+        tu.check_numeric_gradient(lambda a: BadSquare()(a), [np.array([1.0, 2.0])])
