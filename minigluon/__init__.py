@@ -13,3 +13,11 @@ from . import autograd  # noqa: F401
 from . import ndarray  # noqa: F401
 from . import ndarray as nd  # noqa: F401
 from . import random  # noqa: F401
+from . import symbol  # noqa: F401
+from . import symbol as sym  # noqa: F401
+from . import initializer, metric, test_utils  # noqa: F401
+from . import initializer as init  # noqa: F401
+from . import gluon  # noqa: F401
+from . import lr_scheduler, optimizer  # noqa: F401
+from . import kvstore  # noqa: F401
+from . import kvstore as kv  # noqa: F401

@@ -232,6 +232,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
             var._grad._data += grad
         else:
             var._grad._data[...] = grad
+        var._fresh_grad = True
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,

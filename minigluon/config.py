@@ -45,3 +45,33 @@ def simulated_gpus():
     their gpu context, so multi-GPU code paths run and are tested on machines without GPUs.
     """
     return env_int("MINIGLUON_SIMULATED_GPUS", 0, minimum=0)
+
+
+def usable_cores():
+    """How many CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def kvstore_reduction_nthreads():
+    """Threads that sum or compress one big array (MXNET_KVSTORE_REDUCTION_NTHREADS, default 4).
+
+    Capped at `usable_cores()`: on a 2-core machine the default 4 gives 2.
+    """
+    return min(env_int("MXNET_KVSTORE_REDUCTION_NTHREADS", 4, minimum=1), usable_cores())
+
+
+def kvstore_bigarray_bound():
+    """Arrays with more elements than this are big (MXNET_KVSTORE_BIGARRAY_BOUND, default 1e6).
+
+    Big arrays are reduced with `kvstore_reduction_nthreads()` threads and, in the
+    distributed kvstore, split over all servers.
+    """
+    return env_int("MXNET_KVSTORE_BIGARRAY_BOUND", 1_000_000, minimum=1)
+
+
+def ext_force_fallback():
+    """MINIGLUON_EXT_FALLBACK=1 makes minigluon_ext use its NumPy code even where C is built."""
+    return env_flag("MINIGLUON_EXT_FALLBACK", False)

@@ -78,7 +78,7 @@ class Block:
     """
 
     def __init__(self, prefix=None, params=None):
-        hint = type(self).__name__.lower()
+        hint = self._alias()
         object.__setattr__(self, "_children", OrderedDict())
         object.__setattr__(self, "_reg_params", OrderedDict())
         self._prefix, self._params = _BlockScope.create(prefix, params, hint)
@@ -100,6 +100,10 @@ class Block:
         object.__setattr__(self, name, value)
 
     # ---- naming -------------------------------------------------------------------------
+    def _alias(self):
+        """The name hint for automatic prefixes (`dense` gives dense0_, dense1_, ...)."""
+        return type(self).__name__.lower()
+
     @property
     def prefix(self):
         return self._prefix
@@ -377,8 +381,7 @@ class HybridBlock(Block):
         """Trace hybrid_forward with Symbols into a CachedGraph."""
         names = ["data"] if not args else [f"data{i}" for i in range(1 + len(args))]
         data_syms = [sym.var(n) for n in names]
-        it = iter(data_syms[1:])
-        sym_args = [None if a is None else next(it) for a in args]
+        sym_args = [None if a is None else data_syms[i + 1] for i, a in enumerate(args)]
         out = self.forward(data_syms[0], *sym_args)
         flat, structure = _flatten(out)
         graph_sym = sym.Group(flat)

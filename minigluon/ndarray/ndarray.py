@@ -26,7 +26,8 @@ def _call(name, *args, **kwargs):
 class NDArray:
     """An array on a device. Create one with `mx.nd.array`, `mx.nd.zeros`, ..."""
 
-    __slots__ = ("_data", "_ctx", "_node", "_out_index", "_grad", "_grad_req", "__weakref__")
+    __slots__ = ("_data", "_ctx", "_node", "_out_index", "_grad", "_grad_req", "_fresh_grad",
+                 "__weakref__")
     __array_ufunc__ = None    # numpy defers to our reflected operators
     __array_priority__ = 1000.0
 
@@ -37,6 +38,7 @@ class NDArray:
         self._out_index = 0
         self._grad = None
         self._grad_req = None
+        self._fresh_grad = False   # set by autograd.backward, cleared by Trainer.step
 
     # ---- attributes -------------------------------------------------------------------
     @property

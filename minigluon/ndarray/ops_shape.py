@@ -448,3 +448,12 @@ def batch_dot(xp, lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=
         return (xp.swapaxes(ga, 1, 2) if transpose_a else ga), \
                (xp.swapaxes(gb, 1, 2) if transpose_b else gb)
     return out, backward
+
+
+@register("reshape_like", inputs=("lhs", "rhs"))
+def reshape_like(xp, lhs, rhs):
+    """`lhs` reshaped to the shape of `rhs` (same number of elements)."""
+    if lhs.size != rhs.size:
+        raise ShapeError(f"reshape_like: cannot reshape {lhs.shape} ({lhs.size} elements) like "
+                         f"{rhs.shape} ({rhs.size} elements)")
+    return lhs.reshape(rhs.shape), lambda dy: (dy.reshape(lhs.shape), None)

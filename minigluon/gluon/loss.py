@@ -1,0 +1,327 @@
+"""`mx.gluon.loss`: losses as HybridBlocks, `loss(pred, label[, sample_weight])`.
+
+Every loss returns one value per sample: the element-wise loss, scaled by `weight` and
+`sample_weight` (which broadcasts against it), averaged over every axis but `batch_axis`.
+"""
+from .. import ndarray as nd
+from ..base import MXNetError, ShapeError, numeric_types
+from ..ndarray.ndarray import NDArray
+from .block import HybridBlock
+
+
+def _apply_weighting(F, loss, weight=None, sample_weight=None):
+    """loss * sample_weight (broadcast) * weight (a number); either may be None."""
+    if sample_weight is not None:
+        loss = F.broadcast_mul(loss, sample_weight)
+    if weight is not None:
+        if not isinstance(weight, numeric_types()):
+            raise MXNetError(f"loss weight must be a number, got {weight!r}")
+        loss = loss * weight
+    return loss
+
+
+class Loss(HybridBlock):
+    """Base class of the losses.
+
+    Parameters
+    ----------
+    weight : float or None
+        Global scale of the loss.
+    batch_axis : int
+        The axis that indexes samples; the loss is averaged over all others.
+    """
+
+    # losses that compare label and pred element-wise reshape label to pred's shape
+    _label_like_pred = False
+
+    def __init__(self, weight, batch_axis, **kwargs):
+        super().__init__(**kwargs)
+        self._weight = weight
+        self._batch_axis = batch_axis
+
+    def forward(self, pred, label, *args):
+        if isinstance(pred, NDArray):
+            if self._label_like_pred and isinstance(label, NDArray) and \
+                    label.size != pred.size:
+                raise ShapeError(f"{type(self).__name__}: label of shape {label.shape} cannot "
+                                 f"be reshaped to the prediction's shape {pred.shape}; help: "
+                                 "give one label per prediction value")
+        return super().forward(pred, label, *args)
+
+    def _reshape_like_pred(self, F, label, pred):
+        """label in pred's shape, as MXNet's losses do before comparing them."""
+        if F is nd and label.shape == pred.shape:
+            return label
+        return F.reshape_like(label, pred)
+
+    def _mean(self, F, loss, sample_weight, weight=None):
+        loss = _apply_weighting(F, loss, self._weight if weight is None else weight,
+                                sample_weight)
+        return F.mean(loss, axis=self._batch_axis, exclude=True)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(batch_axis={self._batch_axis}, w={self._weight})"
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward()")
+
+
+class L2Loss(Loss):
+    """Squared error: 0.5 * weight * (label - pred)^2, averaged per sample.
+
+    Inputs:
+        - **pred**: (N, ...).
+        - **label**: same number of elements as pred (reshaped to its shape).
+        - **sample_weight**: broadcastable to pred's shape, or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    _label_like_pred = True
+
+    def __init__(self, weight=1., batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = self._reshape_like_pred(F, label, pred)
+        loss = F.square(label - pred)
+        return self._mean(F, loss, sample_weight, self._weight / 2)
+
+
+class L1Loss(Loss):
+    """Absolute error: weight * |label - pred|, averaged per sample.
+
+    Inputs:
+        - **pred**: (N, ...).
+        - **label**: same number of elements as pred (reshaped to its shape).
+        - **sample_weight**: broadcastable to pred's shape, or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    _label_like_pred = True
+
+    def __init__(self, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = self._reshape_like_pred(F, label, pred)
+        return self._mean(F, F.abs(label - pred), sample_weight)
+
+
+class SigmoidBinaryCrossEntropyLoss(Loss):
+    """Binary cross-entropy of sigmoid(pred) (or of pred with from_sigmoid=True).
+
+    Logits use the stable form max(x, 0) - x * z + log(1 + exp(-|x|)). `pos_weight`
+    (broadcastable to pred) scales the loss of positive labels.
+
+    Inputs:
+        - **pred**: (N, ...), logits (or probabilities with from_sigmoid=True).
+        - **label**: 0/1 targets, same number of elements as pred.
+        - **sample_weight**: broadcastable to pred's shape, or None.
+        - **pos_weight**: broadcastable to pred's shape, or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    _label_like_pred = True
+
+    def __init__(self, from_sigmoid=False, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_sigmoid = from_sigmoid
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None, pos_weight=None):
+        label = self._reshape_like_pred(F, label, pred)
+        if self._from_sigmoid:
+            loss = self._from_probabilities(F, pred, label, pos_weight)
+        elif pos_weight is None:
+            loss = F.relu(pred) - pred * label + \
+                F.Activation(-F.abs(pred), act_type="softrelu")
+        else:
+            # x - x*z + (1 + (pos_weight - 1) * z) * log(1 + exp(-x)), written stably
+            log_weight = 1 + F.broadcast_mul(pos_weight - 1, label)
+            loss = pred - pred * label + log_weight * \
+                (F.Activation(-F.abs(pred), act_type="softrelu") + F.relu(-pred))
+        return self._mean(F, loss, sample_weight)
+
+    @staticmethod
+    def _from_probabilities(F, pred, label, pos_weight):
+        eps = 1e-12
+        positive = F.log(pred + eps) * label
+        if pos_weight is not None:
+            positive = F.broadcast_mul(positive, pos_weight)
+        return -(positive + F.log(1. - pred + eps) * (1. - label))
+
+
+SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
+
+
+class SoftmaxCrossEntropyLoss(Loss):
+    """Cross-entropy between softmax(pred) along `axis` and the label.
+
+    Parameters
+    ----------
+    axis : int
+        The class axis.
+    sparse_label : bool
+        True: label holds class indices; False: label holds a distribution per sample.
+    from_logits : bool
+        True: pred already holds log-probabilities.
+
+    Inputs:
+        - **pred**: (N, ..., C, ...).
+        - **label**: class indices of pred's shape without `axis` (sparse_label), else
+          pred's shape.
+        - **sample_weight**: broadcastable to pred's shape with `axis` of size 1, or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    def __init__(self, axis=-1, sparse_label=True, from_logits=False, weight=None,
+                 batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._axis = axis
+        self._sparse_label = sparse_label
+        self._from_logits = from_logits
+        self._label_like_pred = not sparse_label
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if not self._from_logits:
+            pred = F.log_softmax(pred, self._axis)
+        if self._sparse_label:
+            loss = -F.pick(pred, label, axis=self._axis, keepdims=True)
+        else:
+            label = self._reshape_like_pred(F, label, pred)
+            loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
+        return self._mean(F, loss, sample_weight)
+
+
+SoftmaxCELoss = SoftmaxCrossEntropyLoss
+
+
+class KLDivLoss(Loss):
+    """Kullback-Leibler divergence: label * (log(label) - pred), pred log-probabilities.
+
+    Parameters
+    ----------
+    from_logits : bool
+        True: pred holds log-probabilities; False: log_softmax is applied along `axis`.
+    axis : int
+        The class axis, for from_logits=False.
+
+    Inputs:
+        - **pred**: (N, ...).
+        - **label**: probabilities broadcastable to pred's shape.
+        - **sample_weight**: broadcastable to pred's shape, or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    def __init__(self, from_logits=True, axis=-1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._axis = axis
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if not self._from_logits:
+            pred = F.log_softmax(pred, self._axis)
+        loss = label * (F.log(label + 1e-12) - pred)
+        return self._mean(F, loss, sample_weight)
+
+
+class HuberLoss(Loss):
+    """Smoothed L1: 0.5/rho * d^2 where d = |label - pred| <= rho, else d - 0.5 * rho.
+
+    Inputs:
+        - **pred**: (N, ...).
+        - **label**: same number of elements as pred (reshaped to its shape).
+        - **sample_weight**: broadcastable to pred's shape, or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    _label_like_pred = True
+
+    def __init__(self, rho=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._rho = rho
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = self._reshape_like_pred(F, label, pred)
+        loss = F.abs(label - pred)
+        loss = F.where(loss > self._rho, loss - 0.5 * self._rho,
+                       (0.5 / self._rho) * F.square(loss))
+        return self._mean(F, loss, sample_weight)
+
+
+class HingeLoss(Loss):
+    """Hinge loss for labels in {-1, 1}: max(0, margin - pred * label).
+
+    Inputs:
+        - **pred**: (N, ...).
+        - **label**: -1/1 targets, same number of elements as pred.
+        - **sample_weight**: broadcastable to pred's shape, or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    _label_like_pred = True
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = self._reshape_like_pred(F, label, pred)
+        return self._mean(F, F.relu(self._margin - pred * label), sample_weight)
+
+
+class SquaredHingeLoss(Loss):
+    """Squared hinge loss for labels in {-1, 1}: max(0, margin - pred * label)^2.
+
+    Inputs:
+        - **pred**: (N, ...).
+        - **label**: -1/1 targets, same number of elements as pred.
+        - **sample_weight**: broadcastable to pred's shape, or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    _label_like_pred = True
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = self._reshape_like_pred(F, label, pred)
+        return self._mean(F, F.square(F.relu(self._margin - pred * label)), sample_weight)
+
+
+class LogisticLoss(Loss):
+    """Logistic loss log(1 + exp(-pred * label)) for labels in {-1, 1} ('signed') or
+    {0, 1} ('binary'), computed stably.
+
+    Inputs:
+        - **pred**: (N, ...).
+        - **label**: targets, same number of elements as pred.
+        - **sample_weight**: broadcastable to pred's shape, or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    _label_like_pred = True
+
+    def __init__(self, weight=None, batch_axis=0, label_format="signed", **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        if label_format not in ("signed", "binary"):
+            raise MXNetError(f"LogisticLoss: label_format must be 'signed' or 'binary', got "
+                             f"{label_format!r}")
+        self._label_format = label_format
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = self._reshape_like_pred(F, label, pred)
+        if self._label_format == "signed":
+            label = (label + 1.0) / 2.0
+        loss = F.relu(pred) - pred * label + F.Activation(-F.abs(pred), act_type="softrelu")
+        return self._mean(F, loss, sample_weight)

@@ -1,0 +1,68 @@
+"""VGG (Simonyan & Zisserman 2014) with MXNet model-zoo names: vgg11, vgg11_bn, ..."""
+from .... import initializer
+from ... import nn
+from ...block import HybridBlock
+from .pretrained import load_pretrained
+
+_SPEC = {11: ([1, 1, 2, 2, 2], [64, 128, 256, 512, 512]),
+         13: ([2, 2, 2, 2, 2], [64, 128, 256, 512, 512]),
+         16: ([2, 2, 3, 3, 3], [64, 128, 256, 512, 512])}
+
+
+class VGG(HybridBlock):
+    """Stages of 3x3 convolutions (`layers[i]` of `filters[i]` channels) each followed by
+    2x2 max pooling, then two Dense(4096)+Dropout and the classifier."""
+
+    def __init__(self, layers, filters, classes=1000, batch_norm=False, **kwargs):
+        super().__init__(**kwargs)
+        if len(layers) != len(filters):
+            raise ValueError(f"VGG: layers {layers} and filters {filters} differ in length")
+        conv_init = initializer.Xavier(rnd_type="gaussian", factor_type="out", magnitude=2)
+        with self.name_scope():
+            self.features = nn.HybridSequential(prefix="")
+            for num, channels in zip(layers, filters):
+                for _ in range(num):
+                    self.features.add(nn.Conv2D(channels, kernel_size=3, padding=1,
+                                                weight_initializer=conv_init))
+                    if batch_norm:
+                        self.features.add(nn.BatchNorm())
+                    self.features.add(nn.Activation("relu"))
+                self.features.add(nn.MaxPool2D(strides=2))
+            for _ in range(2):
+                self.features.add(nn.Dense(4096, activation="relu", weight_initializer="normal"),
+                                  nn.Dropout(rate=0.5))
+            self.output = nn.Dense(classes, weight_initializer="normal")
+
+    def hybrid_forward(self, F, x):
+        return self.output(self.features(x))
+
+
+def get_vgg(num_layers, pretrained=False, ctx=None, root="~/.minigluon/models", **kwargs):
+    """VGG with 11, 13 or 16 layers; batch_norm=True adds BatchNorm after each conv."""
+    if num_layers not in _SPEC:
+        raise ValueError(f"get_vgg: num_layers must be one of {sorted(_SPEC)}, got {num_layers}")
+    layers, filters = _SPEC[num_layers]
+    net = VGG(layers, filters, **kwargs)
+    name = f"vgg{num_layers}{'_bn' if kwargs.get('batch_norm') else ''}"
+    return load_pretrained(net, name, root, ctx) if pretrained else net
+
+
+def vgg11(**kwargs):
+    """VGG-11."""
+    return get_vgg(11, **kwargs)
+
+
+def vgg11_bn(**kwargs):
+    """VGG-11 with BatchNorm."""
+    kwargs["batch_norm"] = True
+    return get_vgg(11, **kwargs)
+
+
+def vgg13(**kwargs):
+    """VGG-13."""
+    return get_vgg(13, **kwargs)
+
+
+def vgg16(**kwargs):
+    """VGG-16."""
+    return get_vgg(16, **kwargs)

@@ -1,0 +1,374 @@
+"""Convolution, transposed convolution and pooling layers for 1-D, 2-D and 3-D data.
+
+Only channel-first layouts (NCW, NCHW, NCDHW) are supported, as by the operators.
+"""
+from ...base import MXNetError, ShapeError, numeric_types
+from ...ndarray.ndarray import NDArray
+from ..block import HybridBlock
+from .activations import Activation
+
+_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+
+
+def _tuple(value, n, what, layer):
+    """An int or an n-tuple of ints (MXNet accepts both for sizes) as an n-tuple."""
+    if isinstance(value, numeric_types()):
+        return (int(value),) * n
+    value = tuple(int(v) for v in value)
+    if len(value) != n:
+        raise MXNetError(f"{layer}: {what} must be an int or a tuple of {n} ints, got {value}")
+    return value
+
+
+def _check_layout(layer, layout, n):
+    if layout != _LAYOUTS[n]:
+        raise MXNetError(f"{layer}: layout {layout!r} is not supported, only "
+                         f"{_LAYOUTS[n]!r}; help: transpose the data to channel-first")
+
+
+# ---- convolution --------------------------------------------------------------------------
+class _Conv(HybridBlock):
+    """Shared code of ConvND and ConvNDTranspose.
+
+    The weight is (channels, in_channels/groups, *kernel) for a convolution and
+    (in_channels, channels/groups, *kernel) for a transposed one.
+    """
+
+    def __init__(self, channels, kernel_size, strides, padding, dilation, groups, layout,
+                 in_channels=0, activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", op_name="Convolution", adj=None, prefix=None,
+                 params=None):
+        super().__init__(prefix=prefix, params=params)
+        name = type(self).__name__
+        n = len(kernel_size)
+        _check_layout(name, layout, n)
+        self._channels, self._in_channels = channels, in_channels
+        self._op_name = op_name
+        self._kwargs = {
+            "kernel": kernel_size, "stride": _tuple(strides, n, "strides", name),
+            "dilate": _tuple(dilation, n, "dilation", name),
+            "pad": _tuple(padding, n, "padding", name), "num_filter": channels,
+            "num_group": groups, "no_bias": not use_bias, "layout": layout}
+        if adj is not None:
+            self._kwargs["adj"] = self.out_pad = _tuple(adj, n, "output_padding", name)
+        with self.name_scope():
+            self.weight = self.params.get("weight", shape=self._weight_shape(in_channels),
+                                          init=weight_initializer, allow_deferred_init=True)
+            self.bias = self.params.get("bias", shape=(channels,), init=bias_initializer,
+                                        allow_deferred_init=True) if use_bias else None
+            self.act = Activation(activation, prefix=activation + "_") \
+                if activation is not None else None
+
+    def _alias(self):
+        return "conv"
+
+    @property
+    def _transposed(self):
+        return self._op_name == "Deconvolution"
+
+    def _weight_shape(self, in_channels):
+        groups, kernel = self._kwargs["num_group"], self._kwargs["kernel"]
+        if self._transposed:
+            return (in_channels, self._channels // groups) + kernel
+        return (self._channels, in_channels // groups) + kernel
+
+    def _known_in_channels(self):
+        shape = self.weight.shape
+        return shape[0] if self._transposed else shape[1] * self._kwargs["num_group"]
+
+    def _check_input(self, x):
+        name, n = type(self).__name__, len(self._kwargs["kernel"])
+        if x.ndim != n + 2:
+            raise ShapeError(f"{name} {self.name!r}: expected {n + 2}-D input in "
+                             f"{self._kwargs['layout']} layout, got data of shape {x.shape}")
+        groups = self._kwargs["num_group"]
+        if x.shape[1] % groups:
+            raise ShapeError(f"{name} {self.name!r}: input has {x.shape[1]} channels, which "
+                             f"groups={groups} does not divide")
+        expected = self._known_in_channels()
+        if expected and x.shape[1] != expected:
+            raise ShapeError(f"{name} {self.name!r}: expected input with {expected} channels "
+                             f"(in_channels), got data of shape {x.shape} with {x.shape[1]} "
+                             "channels; help: fix the previous layer's channels or this "
+                             "layer's in_channels")
+
+    def infer_shape(self, x, *args):
+        self.weight.shape = self._weight_shape(x.shape[1])
+
+    def forward(self, x, *args):
+        if isinstance(x, NDArray):
+            self._check_input(x)
+        return super().forward(x, *args)
+
+    def hybrid_forward(self, F, x, weight, bias=None):
+        op = getattr(F, self._op_name)
+        out = op(x, weight, name="fwd", **self._kwargs) if bias is None else \
+            op(x, weight, bias, name="fwd", **self._kwargs)
+        return self.act(out) if self.act is not None else out
+
+    def __repr__(self):
+        k, n = self._kwargs, len(self._kwargs["kernel"])
+        in_channels = self._known_in_channels()
+        parts = [f"{in_channels or None} -> {self._channels}", f"kernel_size={k['kernel']}",
+                 f"stride={k['stride']}"]
+        if k["pad"] != (0,) * n:
+            parts.append(f"padding={k['pad']}")
+        if k["dilate"] != (1,) * n:
+            parts.append(f"dilation={k['dilate']}")
+        if getattr(self, "out_pad", (0,) * n) != (0,) * n:
+            parts.append(f"output_padding={self.out_pad}")
+        if k["num_group"] != 1:
+            parts.append(f"groups={k['num_group']}")
+        if self.bias is None:
+            parts.append("bias=False")
+        if self.act is not None:
+            parts.append(repr(self.act))
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _conv_doc(n, transposed):
+    """The shared Parameters/Inputs/Outputs text of the ConvND(Transpose) docstrings."""
+    layout = _LAYOUTS[n]
+    dims = ", ".join(f"in_{d}" for d in layout[2:].lower())
+    out = ", ".join(f"out_{d}" for d in layout[2:].lower())
+    rule = ("out = (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + 1 + "
+            "output_padding" if transposed else
+            "out = floor((in + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1")
+    return f"""
+    Parameters
+    ----------
+    channels : int
+        Number of output channels.
+    kernel_size : int or tuple of {n} ints
+    strides, padding, dilation : int or tuple of {n} ints
+    {"output_padding : int or tuple of " + str(n) + " ints (each smaller than strides)"
+     if transposed else ""}
+    groups : int
+        Split input and output channels into this many independent groups.
+    layout : str
+        Only {layout!r}.
+    activation : str or None
+        Activation applied to the output.
+    use_bias : bool
+    weight_initializer, bias_initializer : Initializer or str
+    in_channels : int
+        Number of input channels; 0 infers it from the first input.
+
+    Inputs:
+        - **data**: ({layout[0]}, in_channels, {dims}).
+    Outputs:
+        - **out**: (N, channels, {out}) with {rule}, per spatial axis.
+    """
+
+
+class Conv1D(_Conv):
+    def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1, groups=1,
+                 layout="NCW", activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _tuple(kernel_size, 1, "kernel_size", "Conv1D"), strides,
+                         padding, dilation, groups, layout, in_channels, activation, use_bias,
+                         weight_initializer, bias_initializer, **kwargs)
+
+
+class Conv2D(_Conv):
+    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0),
+                 dilation=(1, 1), groups=1, layout="NCHW", activation=None, use_bias=True,
+                 weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _tuple(kernel_size, 2, "kernel_size", "Conv2D"), strides,
+                         padding, dilation, groups, layout, in_channels, activation, use_bias,
+                         weight_initializer, bias_initializer, **kwargs)
+
+
+class Conv3D(_Conv):
+    def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0),
+                 dilation=(1, 1, 1), groups=1, layout="NCDHW", activation=None, use_bias=True,
+                 weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _tuple(kernel_size, 3, "kernel_size", "Conv3D"), strides,
+                         padding, dilation, groups, layout, in_channels, activation, use_bias,
+                         weight_initializer, bias_initializer, **kwargs)
+
+
+class Conv1DTranspose(_Conv):
+    def __init__(self, channels, kernel_size, strides=1, padding=0, output_padding=0,
+                 dilation=1, groups=1, layout="NCW", activation=None, use_bias=True,
+                 weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _tuple(kernel_size, 1, "kernel_size", "Conv1DTranspose"),
+                         strides, padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer,
+                         op_name="Deconvolution", adj=output_padding, **kwargs)
+
+
+class Conv2DTranspose(_Conv):
+    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0),
+                 output_padding=(0, 0), dilation=(1, 1), groups=1, layout="NCHW",
+                 activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _tuple(kernel_size, 2, "kernel_size", "Conv2DTranspose"),
+                         strides, padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer,
+                         op_name="Deconvolution", adj=output_padding, **kwargs)
+
+
+class Conv3DTranspose(_Conv):
+    def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0),
+                 output_padding=(0, 0, 0), dilation=(1, 1, 1), groups=1, layout="NCDHW",
+                 activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _tuple(kernel_size, 3, "kernel_size", "Conv3DTranspose"),
+                         strides, padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer,
+                         op_name="Deconvolution", adj=output_padding, **kwargs)
+
+
+for _n, _cls in ((1, Conv1D), (2, Conv2D), (3, Conv3D)):
+    _cls.__doc__ = f"{_n}-D convolution (cross-correlation) layer.\n" + _conv_doc(_n, False)
+for _n, _cls in ((1, Conv1DTranspose), (2, Conv2DTranspose), (3, Conv3DTranspose)):
+    _cls.__doc__ = (f"{_n}-D transposed convolution (the gradient of a convolution), e.g. "
+                    "for upsampling.\n" + _conv_doc(_n, True))
+
+
+# ---- pooling ------------------------------------------------------------------------------
+class _Pooling(HybridBlock):
+    """Shared code of the pooling layers."""
+
+    def __init__(self, pool_size, strides, padding, ceil_mode, global_pool, pool_type,
+                 layout, count_include_pad=None, **kwargs):
+        super().__init__(**kwargs)
+        name, n = type(self).__name__, len(pool_size)
+        _check_layout(name, layout, n)
+        strides = pool_size if strides is None else strides
+        self._kwargs = {
+            "kernel": pool_size, "stride": _tuple(strides, n, "strides", name),
+            "pad": _tuple(padding, n, "padding", name), "global_pool": global_pool,
+            "pool_type": pool_type, "layout": layout,
+            "pooling_convention": "full" if ceil_mode else "valid"}
+        if count_include_pad is not None:
+            self._kwargs["count_include_pad"] = count_include_pad
+
+    def _alias(self):
+        return "pool"
+
+    def forward(self, x, *args):
+        if isinstance(x, NDArray) and x.ndim != len(self._kwargs["kernel"]) + 2:
+            raise ShapeError(f"{type(self).__name__} {self.name!r}: expected "
+                             f"{len(self._kwargs['kernel']) + 2}-D input in "
+                             f"{self._kwargs['layout']} layout, got data of shape {x.shape}")
+        return super().forward(x, *args)
+
+    def hybrid_forward(self, F, x):
+        return F.Pooling(x, name="fwd", **self._kwargs)
+
+    def __repr__(self):
+        k = self._kwargs
+        return (f"{type(self).__name__}(size={k['kernel']}, stride={k['stride']}, "
+                f"padding={k['pad']}, ceil_mode={k['pooling_convention'] == 'full'}, "
+                f"global_pool={k['global_pool']}, pool_type={k['pool_type']}, "
+                f"layout={k['layout']})")
+
+
+def _pool_doc(n, kind, is_global):
+    layout = _LAYOUTS[n]
+    if is_global:
+        return (f"Global {kind} pooling over each whole {n}-D feature map.\n\n"
+                f"    Inputs:\n        - **data**: ({', '.join(layout)}).\n"
+                f"    Outputs:\n        - **out**: (N, C{', 1' * n}).\n")
+    extra = ("    count_include_pad : bool\n        Count padded zeros in the average.\n"
+             if kind == "average" else "")
+    return f"""{n}-D {kind} pooling.
+
+    Parameters
+    ----------
+    pool_size : int or tuple of {n} ints
+    strides : int, tuple of {n} ints, or None (= pool_size)
+    padding : int or tuple of {n} ints
+    ceil_mode : bool
+        Round the output size up instead of down.
+    layout : str
+        Only {layout!r}.
+{extra}
+    Inputs:
+        - **data**: ({', '.join(layout)}).
+    Outputs:
+        - **out**: (N, C, ...) with out = floor((in + 2 * padding - pool_size) / strides) + 1
+          per spatial axis (ceil with ceil_mode).
+    """
+
+
+class MaxPool1D(_Pooling):
+    def __init__(self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False,
+                 **kwargs):
+        super().__init__(_tuple(pool_size, 1, "pool_size", "MaxPool1D"), strides, padding,
+                         ceil_mode, False, "max", layout, **kwargs)
+
+
+class MaxPool2D(_Pooling):
+    def __init__(self, pool_size=(2, 2), strides=None, padding=0, layout="NCHW",
+                 ceil_mode=False, **kwargs):
+        super().__init__(_tuple(pool_size, 2, "pool_size", "MaxPool2D"), strides, padding,
+                         ceil_mode, False, "max", layout, **kwargs)
+
+
+class MaxPool3D(_Pooling):
+    def __init__(self, pool_size=(2, 2, 2), strides=None, padding=0, ceil_mode=False,
+                 layout="NCDHW", **kwargs):
+        super().__init__(_tuple(pool_size, 3, "pool_size", "MaxPool3D"), strides, padding,
+                         ceil_mode, False, "max", layout, **kwargs)
+
+
+class AvgPool1D(_Pooling):
+    def __init__(self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False,
+                 count_include_pad=True, **kwargs):
+        super().__init__(_tuple(pool_size, 1, "pool_size", "AvgPool1D"), strides, padding,
+                         ceil_mode, False, "avg", layout, count_include_pad, **kwargs)
+
+
+class AvgPool2D(_Pooling):
+    def __init__(self, pool_size=(2, 2), strides=None, padding=0, ceil_mode=False,
+                 layout="NCHW", count_include_pad=True, **kwargs):
+        super().__init__(_tuple(pool_size, 2, "pool_size", "AvgPool2D"), strides, padding,
+                         ceil_mode, False, "avg", layout, count_include_pad, **kwargs)
+
+
+class AvgPool3D(_Pooling):
+    def __init__(self, pool_size=(2, 2, 2), strides=None, padding=0, ceil_mode=False,
+                 layout="NCDHW", count_include_pad=True, **kwargs):
+        super().__init__(_tuple(pool_size, 3, "pool_size", "AvgPool3D"), strides, padding,
+                         ceil_mode, False, "avg", layout, count_include_pad, **kwargs)
+
+
+class GlobalMaxPool1D(_Pooling):
+    def __init__(self, layout="NCW", **kwargs):
+        super().__init__((1,), None, 0, True, True, "max", layout, **kwargs)
+
+
+class GlobalMaxPool2D(_Pooling):
+    def __init__(self, layout="NCHW", **kwargs):
+        super().__init__((1, 1), None, 0, True, True, "max", layout, **kwargs)
+
+
+class GlobalMaxPool3D(_Pooling):
+    def __init__(self, layout="NCDHW", **kwargs):
+        super().__init__((1, 1, 1), None, 0, True, True, "max", layout, **kwargs)
+
+
+class GlobalAvgPool1D(_Pooling):
+    def __init__(self, layout="NCW", **kwargs):
+        super().__init__((1,), None, 0, True, True, "avg", layout, **kwargs)
+
+
+class GlobalAvgPool2D(_Pooling):
+    def __init__(self, layout="NCHW", **kwargs):
+        super().__init__((1, 1), None, 0, True, True, "avg", layout, **kwargs)
+
+
+class GlobalAvgPool3D(_Pooling):
+    def __init__(self, layout="NCDHW", **kwargs):
+        super().__init__((1, 1, 1), None, 0, True, True, "avg", layout, **kwargs)
+
+
+for _n, _max, _avg in ((1, MaxPool1D, AvgPool1D), (2, MaxPool2D, AvgPool2D),
+                       (3, MaxPool3D, AvgPool3D)):
+    _max.__doc__, _avg.__doc__ = _pool_doc(_n, "max", False), _pool_doc(_n, "average", False)
+for _n, _max, _avg in ((1, GlobalMaxPool1D, GlobalAvgPool1D), (2, GlobalMaxPool2D,
+                       GlobalAvgPool2D), (3, GlobalMaxPool3D, GlobalAvgPool3D)):
+    _max.__doc__, _avg.__doc__ = _pool_doc(_n, "max", True), _pool_doc(_n, "average", True)

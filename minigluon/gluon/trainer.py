@@ -1,0 +1,337 @@
+"""Trainer: applies an Optimizer to a set of Parameters, through a kvstore.
+
+Each step sums every parameter's gradients over its devices and updates the weights:
+either inside the kvstore (`update_on_kvstore=True`: push gradients, pull weights) or on
+each device with its own Updater (`False`: push gradients, pull their sum, update every
+copy identically). The Trainer reaches the values only through `kvstore.init/push/pull`
+and the Optimizer/Updater, so every kvstore (local, device, distributed) plugs in alike.
+
+Out of scope: sparse (row_sparse) parameters and AMP loss scaling.
+"""
+from .. import autograd
+from .. import kvstore as kvs
+from .. import optimizer as opt
+from ..base import MXNetError
+from ..ndarray import NDArray
+from .parameter import Parameter, ParameterDict
+
+__all__ = ["Trainer", "StaleGradientError"]
+
+_LARGE_PARAM = 1024 * 1024 * 16     # 'local' stores update on the devices above this size
+
+
+class StaleGradientError(MXNetError, UserWarning):
+    """A parameter's gradient was not written by backward since the last step."""
+
+
+class Trainer:
+    """Applies an Optimizer on a set of Parameters; call `step` after `backward`.
+
+    Parameters
+    ----------
+    params : ParameterDict, dict of str to Parameter, or list of Parameter
+        The parameters to optimize (a dict is taken in sorted key order).
+    optimizer : str or Optimizer
+        The optimizer's name (with `optimizer_params`) or an Optimizer instance.
+    optimizer_params : dict, optional
+        Keyword arguments of the named optimizer, e.g. `{'learning_rate': 0.1}`.
+    kvstore : str, KVStore or None
+        How gradients are summed over devices: 'device' (the default), 'local', a kvstore
+        object, or None (the Trainer sums them itself). One device and no 'dist' store
+        needs no kvstore, and then none is created.
+    compression_params : dict, optional
+        Gradient compression for the kvstore, e.g. `{'type': '2bit', 'threshold': 0.5}`.
+    update_on_kvstore : bool, optional
+        Run the optimizer in the kvstore (True) or on every device (False); by default
+        True when a kvstore is used, as in MXNet.
+
+    >>> trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
+    >>> with autograd.record():
+    ...     loss = loss_fn(net(x), y)
+    >>> loss.backward()
+    >>> trainer.step(batch_size)
+    """
+
+    def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
+                 compression_params=None, update_on_kvstore=None):
+        self._params = _param_list(params)
+        for param in self._params:
+            _check_initialized(param, "creating the Trainer")
+        self._num_devices = max((len(p.list_ctx()) for p in self._params), default=1)
+        self._init_optimizer(optimizer, optimizer_params)
+        self._scale = self._optimizer.rescale_grad
+        if kvstore is not None and not isinstance(kvstore, (str, kvs.KVStoreBase)):
+            raise MXNetError(f"kvstore must be a str such as 'device', a KVStore or None, "
+                             f"got {type(kvstore).__name__}")
+        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._compression_params = compression_params
+        self._kv_initialized = False
+        self._kvstore = None
+        self._update_on_kvstore = None
+        self._distributed = False
+        self._params_to_init = [i for i, _ in self._trainable()]
+
+    def _init_optimizer(self, optimizer, optimizer_params):
+        param_dict = dict(enumerate(self._params))
+        if isinstance(optimizer, opt.Optimizer):
+            if optimizer_params:
+                raise MXNetError(
+                    "optimizer_params must be None when optimizer is an Optimizer instance; "
+                    "give the hyperparameters to the instance (e.g. mx.optimizer.SGD("
+                    "learning_rate=0.1)) or pass the optimizer by name")
+            self._optimizer = optimizer
+            # shared, not copied: later changes of a parameter's lr_mult/wd_mult take effect
+            self._optimizer.param_dict = param_dict
+        else:
+            self._optimizer = opt.create(optimizer, param_dict=param_dict,
+                                         **(optimizer_params or {}))
+        self._updaters = [opt.get_updater(self._optimizer) for _ in range(self._num_devices)]
+
+    def _trainable(self):
+        return [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+
+    # ---- kvstore setup (lazy: deferred parameters get their shapes in the first forward) --
+    def _init_kvstore(self):
+        kvstore, update_on_kvstore = _create_kvstore(self._kvstore_params["kvstore"],
+                                                     self._num_devices, self._params)
+        requested = self._kvstore_params["update_on_kvstore"]
+        self._distributed = kvstore is not None and "dist" in kvstore.type
+        if self._distributed and "async" in kvstore.type:
+            if requested is False:
+                raise MXNetError(f"update_on_kvstore=False does not work with the "
+                                 f"{kvstore.type!r} kvstore: asynchronous training updates "
+                                 "on the servers; pass update_on_kvstore=True or leave it unset")
+            update_on_kvstore = True
+        elif requested is not None:
+            update_on_kvstore = bool(requested)
+        if kvstore is not None:
+            if self._compression_params:
+                kvstore.set_gradient_compression(self._compression_params)
+            if update_on_kvstore:
+                kvstore.set_optimizer(self._optimizer)
+        self._kvstore = kvstore
+        self._update_on_kvstore = update_on_kvstore if kvstore is not None else None
+        self._kv_initialized = True
+
+    def _init_params(self):
+        """Give the kvstore each parameter's value and make all device copies equal it."""
+        waiting = []
+        for i in self._params_to_init:
+            param = self._params[i]
+            if param._deferred_init:
+                waiting.append(i)
+            elif self._kvstore is not None:
+                data = param.list_data()
+                self._kvstore.broadcast(i, data[0], out=data, priority=-i)
+        self._params_to_init = waiting
+
+    def _prepare(self):
+        if not self._kv_initialized:
+            self._init_kvstore()
+        if self._params_to_init:
+            self._init_params()
+
+    # ---- public API ---------------------------------------------------------------------
+    @property
+    def learning_rate(self):
+        """The optimizer's current learning rate."""
+        return self._optimizer.learning_rate
+
+    def set_learning_rate(self, lr):
+        """Set the optimizer's learning rate (not allowed with an lr_scheduler)."""
+        self._optimizer.set_learning_rate(lr)
+
+    @property
+    def optimizer(self):
+        """The Optimizer that updates the parameters."""
+        return self._optimizer
+
+    def step(self, batch_size, ignore_stale_grad=False):
+        """One update: sum gradients over devices, then apply the optimizer with
+        `rescale_grad = scale / batch_size` (call it after `loss.backward()`).
+
+        A gradient that backward did not write since the last step is an error unless
+        `ignore_stale_grad=True`, which skips that parameter copy instead.
+        """
+        self._check_and_rescale_grad(self._scale / batch_size)
+        self._prepare()
+        self._check_ready("step")
+        self._check_fresh(ignore_stale_grad)     # before the store applies any update
+        self._allreduce_grads()
+        self._update()
+
+    def allreduce_grads(self):
+        """Sum each parameter's gradients over its devices (then call `update`); for
+        gradient clipping between the two. Needs update_on_kvstore=False."""
+        self._prepare()
+        self._check_not_on_kvstore("allreduce_grads")
+        self._check_ready("allreduce_grads")
+        self._allreduce_grads()
+
+    def update(self, batch_size, ignore_stale_grad=False):
+        """Apply the optimizer to gradients already summed by `allreduce_grads`.
+        Needs update_on_kvstore=False."""
+        self._prepare()
+        self._check_not_on_kvstore("update")
+        self._check_ready("update")
+        self._check_fresh(ignore_stale_grad)
+        self._check_and_rescale_grad(self._scale / batch_size)
+        self._update()
+
+    def save_states(self, fname):
+        """Save the optimizer and its states (momenta, update counts...) to `fname`."""
+        self._prepare()
+        if self._update_on_kvstore:
+            if self._params_to_init:
+                raise MXNetError("save_states: some parameters are still waiting for "
+                                 "deferred initialization; run a training step first")
+            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+            return
+        with open(fname, "wb") as fout:
+            fout.write(self._updaters[0].get_states(dump_optimizer=True))
+
+    def load_states(self, fname):
+        """Load what `save_states` wrote; training continues exactly where it stopped."""
+        self._prepare()
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+            self._optimizer = self._kvstore._updater.optimizer
+        else:
+            with open(fname, "rb") as fin:
+                states = fin.read()
+            for updater in self._updaters:
+                updater.set_states(states)
+                updater.optimizer = self._updaters[0].optimizer
+            self._optimizer = self._updaters[0].optimizer
+        self._optimizer.param_dict = dict(enumerate(self._params))
+
+    # ---- one step ------------------------------------------------------------------------
+    def _check_and_rescale_grad(self, scale):
+        if self._update_on_kvstore and self._distributed and self._kv_initialized \
+                and self._optimizer.rescale_grad != scale:
+            raise MXNetError("the batch size changed since the last step, but with "
+                             "update_on_kvstore=True on a distributed kvstore the servers "
+                             "keep the first rescale factor; keep the batch size constant")
+        self._optimizer.rescale_grad = scale
+
+    def _check_not_on_kvstore(self, what):
+        if self._kvstore is not None and self._update_on_kvstore:
+            raise MXNetError(f"{what}() is not supported when the parameters are updated in "
+                             "the kvstore; create the Trainer with update_on_kvstore=False")
+
+    def _check_ready(self, what):
+        if self._params_to_init:
+            name = self._params[self._params_to_init[0]].name
+            raise MXNetError(
+                f"Parameter {name!r} is still waiting for deferred initialization at "
+                f"trainer.{what}(); call initialize() on the network and run a forward pass "
+                f"(which gives the parameters their shapes) before trainer.{what}()")
+
+    def _check_fresh(self, ignore_stale_grad):
+        if ignore_stale_grad:
+            return
+        for _, param in self._trainable():
+            for arr in param.list_data():
+                if not _grad_is_fresh(arr):
+                    raise _stale_error(param, arr.context)
+
+    def _allreduce_grads(self):
+        for i, param in self._trainable():
+            grads = param.list_grad()
+            if self._kvstore is None:
+                _sum_over_devices(grads)
+            elif self._update_on_kvstore:
+                self._kvstore.push(i, grads, priority=-i)
+            else:
+                self._kvstore.pushpull(i, grads, out=grads, priority=-i)
+
+    def _update(self):
+        if self._kvstore is not None and self._update_on_kvstore:
+            for i, param in self._trainable():
+                self._kvstore.pull(i, param.list_data(), priority=-i)
+                for arr in param.list_data():
+                    _mark_grad_stale(arr)
+            return
+        per_device = [[] for _ in self._updaters]
+        for i, param in self._trainable():
+            for todo, arr, grad in zip(per_device, param.list_data(), param.list_grad()):
+                if _grad_is_fresh(arr):    # stale here only with ignore_stale_grad: skip it
+                    todo.append((i, grad, arr))
+                _mark_grad_stale(arr)
+        for updater, todo in zip(self._updaters, per_device):
+            if todo:
+                indices, grads, weights = zip(*todo)
+                updater(list(indices), list(grads), list(weights))
+
+
+def _param_list(params):
+    if isinstance(params, (dict, ParameterDict)):
+        params = [params[key] for key in sorted(params.keys())]
+    if not isinstance(params, (list, tuple)):
+        raise MXNetError("Trainer: params must be a ParameterDict, a dict or a list of "
+                         f"Parameters, got {type(params).__name__}")
+    seen = set()
+    for param in params:
+        if not isinstance(param, Parameter):
+            raise MXNetError("Trainer: params must hold Parameters, got a "
+                             f"{type(param).__name__}; pass net.collect_params()")
+        if id(param) in seen:
+            raise MXNetError(f"Trainer: Parameter {param.name!r} is listed twice; each "
+                             "parameter may appear once")
+        seen.add(id(param))
+    return list(params)
+
+
+def _check_initialized(param, when):
+    if param._data is None and not param._deferred_init:
+        raise MXNetError(
+            f"Parameter {param.name!r} has not been initialized; call initialize() (e.g. "
+            f"net.initialize(ctx=...) or net.collect_params().initialize()) before {when}")
+
+
+def _create_kvstore(kvstore, num_devices, params):
+    """(kvstore or None, default update_on_kvstore), with MXNet's rules."""
+    if isinstance(kvstore, kvs.KVStoreBase):
+        return kvstore, True
+    if kvstore is None or (num_devices == 1 and "dist" not in kvstore):
+        return None, False
+    store = kvs.create(kvstore)
+    sizes = [p.list_data()[0].size for p in params if not p._deferred_init]
+    big = kvstore == "local" and max(sizes, default=0) > _LARGE_PARAM
+    return store, not big
+
+
+def _sum_over_devices(grads):
+    """Without a kvstore: every device's gradient becomes the sum over the devices."""
+    if len(grads) == 1:
+        return
+    with autograd.pause():
+        total = grads[0].copy()
+        for grad in grads[1:]:
+            total += grad.as_in_context(total.context)
+        for grad in grads:
+            grad[...] = total
+
+
+# Freshness: autograd.backward marks an array's `_fresh_grad` when it writes its gradient;
+# the Trainer clears it after each update. NDArray builds without the flag skip the check.
+_TRACKS_FRESHNESS = hasattr(NDArray, "_fresh_grad")
+
+
+def _grad_is_fresh(arr):
+    return bool(getattr(arr, "_fresh_grad", True)) if _TRACKS_FRESHNESS else True
+
+
+def _mark_grad_stale(arr):
+    if _TRACKS_FRESHNESS:
+        arr._fresh_grad = False
+
+
+def _stale_error(param, ctx):
+    return StaleGradientError(
+        f"the gradient of Parameter {param.name!r} on {ctx} has not been updated by "
+        "backward since the last step. Either the network did not use this parameter in "
+        "the forward pass (then call step with ignore_stale_grad=True to skip it), or no "
+        f"data was computed on {ctx}: split each batch over every context the parameters "
+        "were initialized on (gluon.utils.split_and_load(batch, ctx_list)), or initialize "
+        "them only on the contexts you use")

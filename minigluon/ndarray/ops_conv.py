@@ -1,0 +1,477 @@
+"""Convolution, Deconvolution and Pooling on channel-first data: NCW, NCHW and NCDHW.
+
+Convolution is im2col plus one batched matmul. The column matrix comes in one of two layouts
+(`_Columns`): batch-outer columns (N, K, P) give NCHW outputs straight from the matmul;
+batch-inner columns (K, P*N) keep rows long and contiguous, which makes im2col and col2im
+fast on small feature maps at the price of transposing inputs and outputs. Deconvolution is
+the adjoint of Convolution and reuses the same pieces. Pooling is separable: it pools one
+spatial axis at a time (`_AxisPool`).
+
+Out of scope: channel-last layouts (transpose to channel-first first), 'lp' pooling and the
+'same' pooling convention.
+"""
+import math
+
+import numpy as np
+
+from ..base import MXNetError, ShapeError
+from .registry import register
+
+_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+# below this output row length, batch-inner columns win (measured on LeNet-sized layers)
+_SHORT_ROW = 16
+
+
+# ---- attributes and geometry -------------------------------------------------------------
+def _per_axis(op, name, value, n, default):
+    """Expand an MXNet shape attribute (tuple, int or empty) to one int per spatial axis."""
+    if value is None or (isinstance(value, (tuple, list)) and len(value) == 0):
+        return (default,) * n
+    if isinstance(value, (int, np.integer)):
+        return (int(value),) * n
+    value = tuple(int(v) for v in value)
+    if len(value) != n:
+        raise ShapeError(f"{op}: {name}={value} has {len(value)} entries but the operator "
+                         f"works on {n} spatial axes; give one per axis")
+    return value
+
+
+def _kernel(op, kernel):
+    kernel = (kernel,) if isinstance(kernel, (int, np.integer)) else tuple(kernel or ())
+    if not kernel or min(kernel) < 1:
+        raise ShapeError(f"{op}: kernel must be a tuple of positive sizes, one per spatial "
+                         f"axis, got {kernel!r}")
+    return tuple(int(k) for k in kernel)
+
+
+def _check_layout(op, layout, data, n):
+    if n not in _LAYOUTS:
+        raise ShapeError(f"{op}: kernel must have 1, 2 or 3 entries, got {n}")
+    if data.ndim != n + 2:
+        raise ShapeError(f"{op}: a {n}-D kernel needs {_LAYOUTS[n]} data with {n + 2} axes, "
+                         f"got data of shape {data.shape}")
+    if layout not in (None, _LAYOUTS[n]):
+        raise MXNetError(f"{op}: layout {layout!r} is not supported, only {_LAYOUTS[n]}; "
+                         "help: transpose the data to channel-first with nd.transpose")
+
+
+class _Window:
+    """A sliding window over a padded grid: kernel, stride, dilation and padding per axis.
+
+    `size` is the unpadded grid, `out` the number of window positions along each axis.
+    """
+
+    def __init__(self, kernel, stride, dilate, pad, size, out):
+        self.kernel, self.stride, self.dilate = kernel, stride, dilate
+        self.pad, self.size, self.out = pad, size, out
+        self.padded = tuple(n + 2 * p for n, p in zip(size, pad))
+
+    @classmethod
+    def sliding(cls, op, kernel, stride, dilate, pad, size):
+        """The window of a convolution over `size`; raises if the kernel does not fit."""
+        out = tuple((n + 2 * p - d * (k - 1) - 1) // max(s, 1) + 1
+                    for n, k, s, d, p in zip(size, kernel, stride, dilate, pad))
+        if min(out) < 1 or min(stride) < 1 or min(dilate) < 1:
+            raise ShapeError(f"{op}: kernel {kernel} (dilate {dilate}, stride {stride}) does "
+                             f"not fit input of spatial shape {size} padded by {pad}")
+        return cls(kernel, stride, dilate, pad, size, out)
+
+    def slices(self, offset):
+        """Per-axis slices of the padded grid that kernel tap `offset` reads."""
+        return tuple(slice(t * d, t * d + s * (o - 1) + 1, s) for t, d, s, o in
+                     zip(offset, self.dilate, self.stride, self.out))
+
+    def taps(self):
+        return np.ndindex(*self.kernel)
+
+    def crop(self):
+        return tuple(slice(p, p + n) for p, n in zip(self.pad, self.size))
+
+
+# ---- im2col / col2im -----------------------------------------------------------------------
+class _Columns:
+    """im2col and col2im for one window and group count, batch axis outermost or innermost.
+
+    The "grid" is the padded input: (N, C, *padded) batch-outer, (C, *padded, N) inner.
+    Matmul operands ("rows") are (N, g, Fg, P) batch-outer and (g, Fg, P*N) batch-inner.
+    """
+
+    def __init__(self, xp, win, groups, batch, inner):
+        self.xp, self.win, self.groups, self.batch, self.inner = xp, win, groups, batch, inner
+        self.nsp = len(win.kernel)
+
+    def to_grid(self, x):
+        """Pad (and for batch-inner, transpose) NC* data into a fresh contiguous grid."""
+        xp, win = self.xp, self.win
+        if not any(win.pad) and not self.inner:
+            return xp.ascontiguousarray(x)
+        src = xp.moveaxis(x, 0, -1) if self.inner else x
+        shape = src.shape[:-self.nsp - 1] + win.padded + src.shape[-1:] if self.inner \
+            else src.shape[:2] + win.padded
+        grid = xp.zeros(shape, dtype=x.dtype)
+        grid[self._spatial(win.crop())] = src
+        return grid
+
+    def from_grid(self, grid):
+        """The unpadded NC* array of a grid (a contiguous copy)."""
+        inner = grid[self._spatial(self.win.crop())]
+        if self.inner:
+            inner = self.xp.moveaxis(inner, -1, 0)
+        return self.xp.ascontiguousarray(inner)
+
+    def im2col(self, grid):
+        """Columns for the matmul: (N, g, Kg, P) or (g, Kg, P*N)."""
+        win, item = self.win, grid.strides
+        sp = item[-self.nsp - 1:-1] if self.inner else item[2:]
+        taps = tuple(d * s for d, s in zip(win.dilate, sp))
+        steps = tuple(st * s for st, s in zip(win.stride, sp))
+        if self.inner:
+            shape = grid.shape[:1] + win.kernel + win.out + grid.shape[-1:]
+            strides = item[:1] + taps + steps + item[-1:]
+        else:
+            shape = grid.shape[:2] + win.kernel + win.out
+            strides = item[:2] + taps + steps
+        view = self.xp.lib.stride_tricks.as_strided(grid, shape, strides)
+        return view.reshape(self._cols_shape(grid.shape[1] if not self.inner else grid.shape[0]))
+
+    def col2im(self, cols, channels):
+        """Sum columns back onto a zero grid: the adjoint of im2col."""
+        win, xp = self.win, self.xp
+        cols = cols.reshape(self._unfolded(channels))
+        if self.inner:
+            grid = xp.zeros((channels,) + win.padded + (self.batch,), dtype=cols.dtype)
+        else:
+            grid = xp.zeros((self.batch, channels) + win.padded, dtype=cols.dtype)
+        lead = (slice(None),) * (1 if self.inner else 2)
+        for t in win.taps():
+            grid[self._spatial(win.slices(t))] += cols[lead + t]
+        return grid
+
+    def to_rows(self, y):
+        """NC* array (N, F, *out) to the matmul layout."""
+        g, f = self.groups, y.shape[1]
+        if self.inner:
+            y = self.xp.ascontiguousarray(self.xp.moveaxis(y, 0, -1))
+            return y.reshape(g, f // g, -1)
+        return y.reshape(self.batch, g, f // g, -1)
+
+    def from_rows(self, r):
+        """Matmul result to an NC* array (N, F, *out)."""
+        if self.inner:
+            r = r.reshape((-1,) + self.win.out + (self.batch,))
+            return self.xp.ascontiguousarray(self.xp.moveaxis(r, -1, 0))
+        return r.reshape((self.batch, -1) + self.win.out)
+
+    def weight_grad(self, rows, cols):
+        """sum over batch and positions of rows x cols^T: (g, Fg, Kg)."""
+        prod = rows @ cols.swapaxes(-1, -2)
+        return prod if self.inner else prod.sum(axis=0)
+
+    def _spatial(self, per_axis):
+        return (slice(None),) + per_axis + (slice(None),) if self.inner else \
+            (slice(None), slice(None)) + per_axis
+
+    def _unfolded(self, channels):
+        if self.inner:
+            return (channels,) + self.win.kernel + self.win.out + (self.batch,)
+        return (self.batch, channels) + self.win.kernel + self.win.out
+
+    def _cols_shape(self, channels):
+        k = channels // self.groups * math.prod(self.win.kernel)
+        if self.inner:
+            return (self.groups, k, -1)
+        return (self.batch, self.groups, k, math.prod(self.win.out))
+
+
+def _columns(xp, win, groups, batch):
+    inner = batch > 1 and win.out[-1] < _SHORT_ROW
+    return _Columns(xp, win, groups, batch, inner)
+
+
+def _bias_view(bias, nsp):
+    return bias.reshape((1, -1) + (1,) * nsp)
+
+
+def _bias_grad(xp, dy):
+    # a matrix-vector product sums much faster than a multi-axis reduction
+    per_sample = dy.reshape(dy.shape[0], dy.shape[1], -1)
+    return (per_sample @ xp.ones(per_sample.shape[2], dtype=dy.dtype)).sum(axis=0)
+
+
+# ---- Convolution ---------------------------------------------------------------------------
+def _conv_setup(op, data, weight, kernel, stride, dilate, pad, num_group, layout):
+    """Validate and return (window, groups) for Convolution."""
+    n = len(kernel)
+    _check_layout(op, layout, data, n)
+    win = _Window.sliding(op, kernel, _per_axis(op, "stride", stride, n, 1),
+                          _per_axis(op, "dilate", dilate, n, 1),
+                          _per_axis(op, "pad", pad, n, 0), data.shape[2:])
+    if num_group < 1 or data.shape[1] % num_group:
+        raise ShapeError(f"{op}: data has {data.shape[1]} channels, which num_group="
+                         f"{num_group} does not divide")
+    return win
+
+
+def _check_param(op, name, array, expected, hint):
+    if array is not None and tuple(array.shape) != tuple(expected):
+        raise ShapeError(f"{op}: {name} has shape {tuple(array.shape)}, expected "
+                         f"{tuple(expected)} = {hint}")
+
+
+@register("Convolution", inputs=("data", "weight", "bias"))
+def convolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), pad=(),
+                num_filter=None, num_group=1, no_bias=False, layout=None, workspace=1024,
+                cudnn_tune=None, cudnn_off=False):
+    """N-D convolution (cross-correlation) of channel-first data.
+
+    data (N, C, *spatial), weight (num_filter, C/num_group, *kernel), bias (num_filter,).
+    Output (N, num_filter, *out) with out = (size + 2*pad - dilate*(kernel-1) - 1)//stride + 1.
+    Example: ``nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=16)``.
+    """
+    op = "Convolution"
+    kernel = _kernel(op, kernel)
+    win = _conv_setup(op, data, weight, kernel, stride, dilate, pad, num_group, layout)
+    f = weight.shape[0] if num_filter is None else int(num_filter)
+    if f % num_group:
+        raise ShapeError(f"{op}: num_filter={f} is not divisible by num_group={num_group}")
+    _check_param(op, "weight", weight, (f, data.shape[1] // num_group) + kernel,
+                 "(num_filter, channels/num_group, *kernel)")
+    use_bias = bias is not None and not no_bias
+    _check_param(op, "bias", bias if use_bias else None, (f,), "(num_filter,)")
+    cols_of = _columns(xp, win, num_group, data.shape[0])
+    w3 = weight.reshape(num_group, f // num_group, -1)
+    cols = cols_of.im2col(cols_of.to_grid(data))
+    out = cols_of.from_rows(w3 @ cols)
+    if use_bias:
+        out += _bias_view(bias, len(kernel))
+
+    def backward(dy):
+        rows = cols_of.to_rows(dy)
+        dx = cols_of.from_grid(cols_of.col2im(w3.swapaxes(-1, -2) @ rows, data.shape[1]))
+        dw = cols_of.weight_grad(rows, cols).reshape(weight.shape)
+        return dx, dw, (_bias_grad(xp, dy) if use_bias else None)
+    return out, backward
+
+
+# ---- Deconvolution ---------------------------------------------------------------------------
+def _deconv_window(op, data, kernel, stride, dilate, pad, adj, target_shape):
+    """The window of the convolution whose adjoint this deconvolution is."""
+    n = len(kernel)
+    stride = _per_axis(op, "stride", stride, n, 1)
+    dilate = _per_axis(op, "dilate", dilate, n, 1)
+    size = data.shape[2:]
+    spans = tuple(s * (m - 1) + d * (k - 1) + 1 for s, m, d, k in zip(stride, size, dilate, kernel))
+    if target_shape and any(target_shape):
+        target = _per_axis(op, "target_shape", target_shape, n, 0)
+        if any(t > sp for t, sp in zip(target, spans)):
+            raise ShapeError(f"{op}: target_shape {target} is larger than the largest output "
+                             f"{spans} that input {size} can give")
+        extra = tuple(sp - t for sp, t in zip(spans, target))
+        pad, adj = tuple((e + 1) // 2 for e in extra), tuple(e % 2 for e in extra)
+    else:
+        pad = _per_axis(op, "pad", pad, n, 0)
+        adj = _per_axis(op, "adj", adj, n, 0)
+    if any(a >= s and a > 0 for a, s in zip(adj, stride)):
+        raise ShapeError(f"{op}: adj {adj} must be smaller than stride {stride}")
+    out = tuple(sp + a - 2 * p for sp, a, p in zip(spans, adj, pad))
+    if min(out) < 1:
+        raise ShapeError(f"{op}: pad {pad} leaves no output for input of spatial shape {size}")
+    return _Window(kernel, stride, dilate, pad, out, size)
+
+
+@register("Deconvolution", inputs=("data", "weight", "bias"))
+def deconvolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), pad=(), adj=(),
+                  target_shape=(), num_filter=None, num_group=1, no_bias=True, layout=None,
+                  workspace=512, cudnn_tune=None, cudnn_off=False):
+    """Transposed convolution: the gradient of Convolution with respect to its data.
+
+    data (N, C, *spatial), weight (C, num_filter/num_group, *kernel), bias (num_filter,).
+    Output size per axis: stride*(size-1) + dilate*(kernel-1) + 1 - 2*pad + adj, or
+    `target_shape` (which then sets pad and adj). As in MXNet, no_bias defaults to True.
+    Example: ``nd.Deconvolution(x, w, kernel=(4, 4), stride=(2, 2), pad=(1, 1), num_filter=8)``.
+    """
+    op = "Deconvolution"
+    kernel = _kernel(op, kernel)
+    _check_layout(op, layout, data, len(kernel))
+    c = data.shape[1]
+    if num_group < 1 or c % num_group:
+        raise ShapeError(f"{op}: data has {c} channels, which num_group={num_group} does "
+                         "not divide")
+    f = weight.shape[1] * num_group if num_filter is None else int(num_filter)
+    if f % num_group:
+        raise ShapeError(f"{op}: num_filter={f} is not divisible by num_group={num_group}")
+    _check_param(op, "weight", weight, (c, f // num_group) + kernel,
+                 "(channels, num_filter/num_group, *kernel)")
+    use_bias = bias is not None and not no_bias
+    _check_param(op, "bias", bias if use_bias else None, (f,), "(num_filter,)")
+    win = _deconv_window(op, data, kernel, stride, dilate, pad, adj, target_shape)
+    cols_of = _columns(xp, win, num_group, data.shape[0])
+    w3 = weight.reshape(num_group, c // num_group, -1)
+    rows = cols_of.to_rows(data)
+    out = cols_of.from_grid(cols_of.col2im(w3.swapaxes(-1, -2) @ rows, f))
+    if use_bias:
+        out += _bias_view(bias, len(kernel))
+
+    def backward(dy):
+        cols = cols_of.im2col(cols_of.to_grid(dy))
+        dx = cols_of.from_rows(w3 @ cols)
+        dw = cols_of.weight_grad(rows, cols).reshape(weight.shape)
+        return dx, dw, (_bias_grad(xp, dy) if use_bias else None)
+    return out, backward
+
+
+# ---- Pooling --------------------------------------------------------------------------------
+class _AxisPool:
+    """1-D max or sum pooling along one axis of an already padded array."""
+
+    def __init__(self, xp, axis, kernel, stride, out, is_max):
+        self.xp, self.axis, self.k, self.s, self.out = xp, axis, kernel, stride, out
+        self.is_max = is_max
+
+    def _tap(self, ndim, t):
+        sl = [slice(None)] * ndim
+        sl[self.axis] = slice(t, t + self.s * (self.out - 1) + 1, self.s)
+        return tuple(sl)
+
+    def forward(self, x):
+        if self.out == 1:       # one window: a plain reduction is fastest
+            win = x[self._tap(x.ndim, 0)[:self.axis] + (slice(0, self.k),)]
+            return win.max(axis=self.axis, keepdims=True) if self.is_max \
+                else win.sum(axis=self.axis, keepdims=True)
+        if self.k == 1:
+            return x[self._tap(x.ndim, 0)].copy()
+        combine = self.xp.maximum if self.is_max else self.xp.add
+        y = combine(x[self._tap(x.ndim, 0)], x[self._tap(x.ndim, 1)])
+        for t in range(2, self.k):
+            combine(y, x[self._tap(x.ndim, t)], out=y)
+        return y
+
+    def backward(self, x, y, dy):
+        """Gradient for x; max pooling sends it to the first maximum of each window."""
+        if self.out == 1:
+            return self._reduce_backward(x, y, dy)
+        xp, overlap = self.xp, self.s < self.k
+        fresh = overlap or self.s * self.out != x.shape[self.axis]
+        dx = (xp.zeros if fresh else xp.empty)(x.shape, dtype=dy.dtype)
+        left = dy        # max: gradient not yet claimed by an earlier tap
+        for t in range(self.k):
+            sl = self._tap(x.ndim, t)
+            if self.is_max and t < self.k - 1:
+                g = xp.multiply(left, x[sl] == y, out=None if overlap else dx[sl])
+                left = left - g
+                if overlap:
+                    dx[sl] += g
+            elif overlap:
+                dx[sl] += left
+            else:
+                dx[sl] = left
+        return dx
+
+    def _reduce_backward(self, x, y, dy):
+        xp = self.xp
+        dx = xp.zeros(x.shape, dtype=dy.dtype)
+        win = self._tap(x.ndim, 0)[:self.axis] + (slice(0, self.k),)
+        if self.is_max:
+            hit = x[win] == y
+            hit &= xp.cumsum(hit, axis=self.axis) == 1
+            dx[win] = dy * hit
+        else:
+            dx[win] = dy
+        return dx
+
+
+def _pool_window(op, data, kernel, stride, pad, global_pool, convention):
+    n = data.ndim - 2
+    if global_pool:
+        size = data.shape[2:]
+        return _Window(size, (1,) * n, (1,) * n, (0,) * n, size, (1,) * n), (0,) * n
+    kernel = _kernel(op, kernel)
+    if len(kernel) != n:
+        raise ShapeError(f"{op}: kernel={kernel} needs {len(kernel) + 2}-D data, got data "
+                         f"of shape {data.shape}; give a kernel per spatial axis or "
+                         "global_pool=True")
+    stride, pad = _per_axis(op, "stride", stride, n, 1), _per_axis(op, "pad", pad, n, 0)
+    if convention not in ("valid", "full"):
+        raise MXNetError(f"{op}: pooling_convention {convention!r} is not supported; use "
+                         "'valid' or 'full'")
+    rnd = math.ceil if convention == "full" else math.floor
+    size = data.shape[2:]
+    if min(stride) < 1 or any(k > m + 2 * p for k, m, p in zip(kernel, size, pad)):
+        raise ShapeError(f"{op}: kernel {kernel} (stride {stride}) does not fit input of "
+                         f"spatial shape {size} padded by {pad}")
+    out = tuple(rnd((m + 2 * p - k) / s) + 1 for m, k, s, p in zip(size, kernel, stride, pad))
+    win = _Window(kernel, stride, (1,) * n, pad, size, out)
+    # 'full' windows may run past the padded input: pad further on the high side
+    extra = tuple(max(0, s * (o - 1) + k - m - 2 * p)
+                  for s, o, k, m, p in zip(stride, out, kernel, size, pad))
+    return win, extra
+
+
+def _pad_for_pool(xp, x, win, extra, value):
+    if not any(win.pad) and not any(extra):
+        return x
+    shape = x.shape[:2] + tuple(m + e for m, e in zip(win.padded, extra))
+    grid = xp.full(shape, value, dtype=x.dtype)
+    grid[(slice(None), slice(None)) + win.crop()] = x
+    return grid
+
+
+def _avg_divisor(xp, win, count_include_pad, dtype):
+    """Per-output window sizes, as MXNet counts them, broadcastable against the output."""
+    div = None
+    for ax, (k, s, p, m, o) in enumerate(zip(win.kernel, win.stride, win.pad, win.size,
+                                             win.out)):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, m + p)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, m)
+        shape = [1] * (len(win.out) + 2)
+        shape[ax + 2] = o
+        counts = (end - start).reshape(shape)
+        div = counts if div is None else div * counts
+    return xp.asarray(div.astype(dtype))
+
+
+@register("Pooling")
+def pooling(xp, data, kernel=(), pool_type="max", global_pool=False, stride=(), pad=(),
+            pooling_convention="valid", count_include_pad=True, layout=None, cudnn_off=False,
+            p_value=None):
+    """Max, average or sum pooling of channel-first data (NCW, NCHW, NCDHW).
+
+    Output size per axis: floor((size + 2*pad - kernel)/stride) + 1, ceil with
+    pooling_convention='full'; global_pool=True pools each whole feature map to 1.
+    Example: ``nd.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type='max')``.
+    """
+    op = "Pooling"
+    if pool_type not in ("max", "avg", "sum"):
+        raise MXNetError(f"{op}: pool_type {pool_type!r} is not supported; use 'max', 'avg' "
+                         "or 'sum'")
+    _check_layout(op, layout, data, data.ndim - 2)
+    win, extra = _pool_window(op, data, kernel, stride, pad, global_pool, pooling_convention)
+    is_max = pool_type == "max"
+    fill = (-np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min) if is_max else 0
+    stages = [_AxisPool(xp, ax + 2, k, s, o, is_max) for ax, (k, s, o) in
+              enumerate(zip(win.kernel, win.stride, win.out))]
+    stages = [st for st in stages if not (st.k == 1 and st.s == 1)]
+    inputs = [_pad_for_pool(xp, data, win, extra, fill)]
+    for st in reversed(stages):          # innermost axis first: longest contiguous runs
+        inputs.append(st.forward(inputs[-1]))
+    out = inputs.pop()
+    div = _avg_divisor(xp, win, count_include_pad, data.dtype) if pool_type == "avg" else None
+    if div is not None:
+        out = out / div
+    elif out is data:
+        out = out.copy()
+
+    def backward(dy):
+        g = dy / div if div is not None else dy
+        y = out if is_max else None
+        for st, x in zip(stages, reversed(inputs)):
+            nxt = st.backward(x, y, g)
+            if is_max:
+                y = x
+            g = nxt
+        if g.shape != data.shape:
+            g = g[(slice(None), slice(None)) + win.crop()]
+        return (g,)
+    return out, backward
