@@ -5,6 +5,10 @@ array (`_reduce_sum`, the single place a faster kernel can plug in), then either
 the updater to the stored value with that sum as the gradient, or replaces the stored
 value with the sum. A pull copies the stored value into each output, on its own device.
 """
+import numpy as np
+
+import minigluon_ext
+
 from ..autograd import pause
 from ..context import cpu
 from ..ndarray import zeros
@@ -13,14 +17,29 @@ from .base import KVStoreBase, KVStoreError, check_same_layout, group_key_values
 __all__ = ["KVStoreLocal", "KVStoreDevice"]
 
 
+_EXT_DTYPES = (np.float16, np.float32, np.float64)
+
+
 def _reduce_sum(arrays, out):
     """`out[...] = arrays[0] + arrays[1] + ...` on raw arrays of one device (numpy or cupy).
 
-    Summed left to right, so the result does not depend on which kernel runs it.
+    Host arrays of float dtypes go through minigluon_ext.sum_into (C, multi-threaded for
+    big arrays); others are summed by the array module. Both add left to right, so the
+    result does not depend on which path runs it.
     """
+    if _ext_can_sum(arrays, out):
+        minigluon_ext.sum_into(out, arrays)
+        return
     out[...] = arrays[0]
     for arr in arrays[1:]:
         out += arr
+
+
+def _ext_can_sum(arrays, out):
+    return (isinstance(out, np.ndarray) and out.dtype.type in _EXT_DTYPES
+            and out.flags.c_contiguous and out.flags.writeable
+            and all(isinstance(a, np.ndarray) and a.dtype == out.dtype and a.shape == out.shape
+                    and a.flags.c_contiguous for a in arrays))
 
 
 def _sum_into(values, out):

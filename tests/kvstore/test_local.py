@@ -304,3 +304,17 @@ def test_bad_keys_and_values():
         kv.pull(1)
     with pytest.raises(KVStoreError, match="expected an NDArray or a non-empty list"):
         kv.push(1, [])
+
+
+@pytest.mark.parametrize("name", ["local", "device"])
+def test_big_array_sum_goes_through_minigluon_ext_and_matches_numpy(name):
+    import minigluon_ext
+    rng = np.random.default_rng(0)
+    parts = [rng.standard_normal(1_200_001).astype(np.float32) for _ in range(3)]
+    kv = mx.kv.create(name)
+    kv.init(0, mx.nd.zeros((1_200_001,)))
+    kv.push(0, [mx.nd.array(p, ctx=mx.cpu(i)) for i, p in enumerate(parts)])
+    out = mx.nd.zeros((1_200_001,))
+    kv.pull(0, out=out)
+    np.testing.assert_array_equal(out.asnumpy(), (parts[0] + parts[1]) + parts[2])
+    assert minigluon_ext.backend() in ("c", "numpy")
