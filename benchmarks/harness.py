@@ -1,0 +1,111 @@
+"""Shared plumbing for the benchmarks: thread counts, timing, and a PyTorch worker process.
+
+PyTorch is never a minigluon dependency. A benchmark's PyTorch half runs in a subprocess
+(the same script with --torch-worker) under the Python given by --torch-python or
+$MINIGLUON_BENCH_TORCH_PYTHON, else this Python when it can import torch. The worker
+answers timing requests on stdin, so minigluon and PyTorch rounds can alternate: on a
+shared machine, alternating and taking medians keeps the ratio fair.
+"""
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def blas_threads():
+    """Threads NumPy's OpenBLAS uses: asked from the loaded library, else from the env."""
+    import numpy  # noqa: F401  (loads OpenBLAS)
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
+    except OSError:
+        paths = set()
+    for path in sorted(paths):
+        lib = ctypes.CDLL(path)
+        for symbol in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
+                       "openblas_get_num_threads"):
+            if hasattr(lib, symbol):
+                return int(getattr(lib, symbol)())
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return len(os.sched_getaffinity(0))
+
+
+def time_steps(step, n):
+    """Seconds that `n` calls of `step()` take."""
+    start = time.perf_counter()
+    for _ in range(n):
+        step()
+    return time.perf_counter() - start
+
+
+def torch_python(arg):
+    """(interpreter for the torch half, None) or (None, the reason there is none)."""
+    python = arg or os.environ.get("MINIGLUON_BENCH_TORCH_PYTHON")
+    if python:
+        return python, None
+    try:
+        import torch  # noqa: F401
+        return sys.executable, None
+    except ImportError:
+        return None, ("torch not measured: give --torch-python PATH or set "
+                      "MINIGLUON_BENCH_TORCH_PYTHON to a Python that can import torch")
+
+
+def serve_torch(step, threads):
+    """The worker's loop: report torch's version, then time N steps per request line."""
+    import torch
+    print(json.dumps({"version": torch.__version__, "threads": torch.get_num_threads()}),
+          flush=True)
+    for line in sys.stdin:
+        print(time_steps(step, int(line)), flush=True)
+
+
+class TorchClient:
+    """The torch worker subprocess of `script`; `run(n)` returns the seconds n steps took."""
+
+    def __init__(self, python, script, args, timeout=600):
+        self.proc = subprocess.Popen([python, os.path.abspath(script), "--torch-worker", *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.timeout = timeout
+        self.info = json.loads(self._read())
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the torch worker exited; run it by hand to see its error")
+        return line
+
+    def run(self, n):
+        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdin.flush()
+        return float(self._read())
+
+    def close(self):
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def interleaved_rates(runners, samples_per_step, rounds, steps, warmup, pause=0.3):
+    """Median samples/s of each runner (name -> f(n) returning seconds), rounds alternating."""
+    for run in runners.values():
+        run(warmup)
+    rates = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, run in runners.items():
+            time.sleep(pause)   # let the other side's idle BLAS threads stop spinning
+            rates[name].append(samples_per_step * steps / run(steps))
+    return {name: statistics.median(r) for name, r in rates.items()}
+
+
+def report(fields):
+    """Print the benchmark's one JSON line."""
+    print(json.dumps(fields), flush=True)
