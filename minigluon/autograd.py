@@ -5,6 +5,7 @@ While `record()` is active, every operator whose inputs need gradients appends a
 nodes from the heads in reverse topological order and sums gradients into the variables
 marked with `attach_grad()`.
 """
+import itertools
 import threading
 
 from .base import AutogradError
@@ -82,12 +83,16 @@ def predict_mode():
     return _Scope(None, False)
 
 
+_node_seq = itertools.count()
+
+
 class Node:
     """One recorded operator: how to map output gradients to input gradients."""
 
-    __slots__ = ("op_name", "backward", "inputs", "out_meta")
+    __slots__ = ("op_name", "backward", "inputs", "out_meta", "seq")
 
     def __init__(self, op_name, backward, inputs, out_meta):
+        self.seq = next(_node_seq)    # recording order: backward runs it in reverse
         self.op_name = op_name
         self.backward = backward      # f(*out_grads) -> tuple of input grads (None = no grad)
         self.inputs = inputs          # NDArray or None per input position
@@ -126,23 +131,22 @@ def _as_list(x):
 
 
 def _topological_order(heads):
-    """Nodes reachable from the heads, each after every node that consumes its outputs."""
-    order, seen = [], set()
-    stack = [(h._node, False) for h in heads if h._node is not None]
+    """Nodes reachable from the heads, latest recorded first.
+
+    Reverse recording order is a valid order for backward (a node is recorded after the
+    nodes that produced its inputs), and it is the order a hybridized block's CachedGraph
+    uses too, so both add up gradient contributions in the same order, bit for bit.
+    """
+    found, stack = {}, [h._node for h in heads if h._node is not None]
     while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
+        node = stack.pop()
+        if id(node) in found:
             continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
+        found[id(node)] = node
         for inp in node.inputs:
-            if inp is not None and inp._node is not None and id(inp._node) not in seen:
-                stack.append((inp._node, False))
-    order.reverse()
-    return order
+            if inp is not None and inp._node is not None and id(inp._node) not in found:
+                stack.append(inp._node)
+    return sorted(found.values(), key=lambda n: n.seq, reverse=True)
 
 
 def _accumulate(store, key, grad):

@@ -18,6 +18,7 @@ from ..base import MXNetError
 from ..ndarray import registry
 
 _counters = {}
+_node_seq = itertools.count()
 
 
 def _auto_name(op_name):
@@ -39,9 +40,10 @@ def _num_outputs(op_name, attrs):
 
 
 class _Node:
-    __slots__ = ("op", "inputs", "attrs", "name", "num_outputs", "var_attrs")
+    __slots__ = ("op", "inputs", "attrs", "name", "num_outputs", "var_attrs", "seq")
 
     def __init__(self, op, inputs, attrs, name, var_attrs=None):
+        self.seq = next(_node_seq)    # creation order = the order the trace ran the ops
         self.op = op                  # OpDef, or None for a variable
         self.inputs = inputs          # list of (node, index) or literals
         self.attrs = attrs
@@ -95,22 +97,19 @@ class Symbol:
         return (Symbol([o]) for o in self._outputs)
 
     def _topo(self):
-        """Every node the outputs depend on, inputs before users."""
-        order, seen = [], set()
-        stack = [(node, False) for node, _ in reversed(self._outputs)]
+        """Every node the outputs depend on, in creation order (inputs before users).
+
+        Creation order is the order the traced code ran the operators, so a replay runs
+        them, and its backward meets them, exactly as the imperative code did.
+        """
+        found, stack = {}, [node for node, _ in self._outputs]
         while stack:
-            node, done = stack.pop()
-            if done:
-                order.append(node)
+            node = stack.pop()
+            if id(node) in found:
                 continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            for inp in reversed(node.inputs):
-                if isinstance(inp, tuple) and id(inp[0]) not in seen:
-                    stack.append((inp[0], False))
-        return order
+            found[id(node)] = node
+            stack.extend(i[0] for i in node.inputs if isinstance(i, tuple))
+        return sorted(found.values(), key=lambda n: n.seq)
 
     def list_arguments(self):
         """Names of the variables, in the order they are first used."""

@@ -79,7 +79,7 @@ def test_hybridized_outputs_and_gradients_are_identical(training):
         params = net.collect_params()
         with autograd.record(train_mode=training):
             out, hidden = net(x)
-            loss = out.sum() + hidden.sum()
+            loss = out.sum() + (hidden * hidden).sum()
         loss.backward()
         results.append([out.asnumpy(), hidden.asnumpy()] +
                        [p.grad().asnumpy() for p in params.values()])

@@ -50,9 +50,8 @@ def check_grads(loss, *inputs, eps=1e-6, rtol=1e-5, atol=1e-8):
                                    err_msg=f"gradient of input {pos}")
 
 
-def check_hybrid_equal(loss, *inputs, exact_grads=True):
-    """Hybridized outputs equal imperative ones bit for bit; so do the gradients, or up to
-    rounding with exact_grads=False (see check_loss)."""
+def check_hybrid_equal(loss, *inputs):
+    """Hybridized outputs and gradients equal imperative ones bit for bit."""
     out1, grads1, _ = run(loss, inputs)
     loss.hybridize()
     run(loss, inputs)                                  # traces the graph
@@ -60,23 +59,15 @@ def check_hybrid_equal(loss, *inputs, exact_grads=True):
     loss.hybridize(False)
     np.testing.assert_array_equal(out1, out2)
     for g1, g2 in zip(grads1, grads2):
-        if not exact_grads:
-            np.testing.assert_allclose(g1, g2, rtol=1e-14, atol=1e-16)
-        else:
-            np.testing.assert_array_equal(g1, g2)
+        np.testing.assert_array_equal(g1, g2)
 
 
-def check_loss(loss, inputs, want, rtol=1e-10, atol=1e-12, exact_grads=True):
-    """Forward against `want`, gradients against finite differences, hybrid identical.
-
-    exact_grads=False where an input feeds three or more ops: the autograd tape and the
-    hybridized graph add those gradient contributions in different orders, so the last
-    bits may differ.
-    """
+def check_loss(loss, inputs, want, rtol=1e-10, atol=1e-12):
+    """Forward against `want`, gradients against finite differences, hybrid identical."""
     got = loss(*[_as_nd(x) for x in inputs]).asnumpy()
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
     check_grads(loss, *inputs)
-    check_hybrid_equal(loss, *inputs, exact_grads=exact_grads)
+    check_hybrid_equal(loss, *inputs)
 
 
 def per_sample(values, batch_axis=0):
@@ -190,13 +181,11 @@ def test_sigmoid_bce_from_logits(shape):
     pred = rand(*shape, seed=1, high=4)
     label = np.random.default_rng(2).integers(0, 2, shape).astype(np.float64)
     want = softplus(pred) - pred * label
-    check_loss(gloss.SigmoidBinaryCrossEntropyLoss(), [pred, label], per_sample(want),
-               exact_grads=False)
+    check_loss(gloss.SigmoidBinaryCrossEntropyLoss(), [pred, label], per_sample(want))
     pos_weight = rand(*shape[1:], seed=3, low=0.5, high=2) ** 2 if len(shape) > 1 else \
         np.array([2.0])
     weighted = pos_weight * label * softplus(-pred) + (1 - label) * softplus(pred)
-    check_loss(gloss.SigmoidBCELoss(), [pred, label, None, pos_weight], per_sample(weighted),
-               exact_grads=False)
+    check_loss(gloss.SigmoidBCELoss(), [pred, label, None, pos_weight], per_sample(weighted))
 
 
 def test_sigmoid_bce_is_stable_for_large_logits():
@@ -241,15 +230,14 @@ MARGIN = [  # (loss, formula of (pred, signed label))
 def test_margin_losses(loss, formula):
     pred = rand(4, 3, seed=1, low=0.1, high=0.8) * 2.5         # |pred * label| != margin
     label = np.sign(rand(4, 3, seed=2))
-    check_loss(loss, [pred, label], per_sample(formula(pred, label)),
-               exact_grads=not isinstance(loss, gloss.LogisticLoss))
+    check_loss(loss, [pred, label], per_sample(formula(pred, label)))
 
 
 def test_logistic_loss_binary_labels():
     pred = rand(5, seed=1)
     label = np.array([1.0, 0.0, 0.0, 1.0, 1.0])
     check_loss(gloss.LogisticLoss(label_format="binary"), [pred, label],
-               np.log1p(np.exp(-pred * (2 * label - 1))), exact_grads=False)
+               np.log1p(np.exp(-pred * (2 * label - 1))))
     with pytest.raises(MXNetError, match="label_format"):
         gloss.LogisticLoss(label_format="other")
 
