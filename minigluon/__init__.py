@@ -21,3 +21,4 @@ from . import gluon  # noqa: F401
 from . import lr_scheduler, optimizer  # noqa: F401
 from . import kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
+from . import recordio, image  # noqa: F401

@@ -75,3 +75,9 @@ def kvstore_bigarray_bound():
 def ext_force_fallback():
     """MINIGLUON_EXT_FALLBACK=1 makes minigluon_ext use its NumPy code even where C is built."""
     return env_flag("MINIGLUON_EXT_FALLBACK", False)
+
+
+def data_dir():
+    """The folder that holds one sub-folder per data set (MINIGLUON_DATA), or None."""
+    raw = os.environ.get("MINIGLUON_DATA", "").strip()
+    return os.path.expanduser(raw) if raw else None

@@ -4,3 +4,4 @@ from .block import Block, HybridBlock, SymbolBlock  # noqa: F401
 from .trainer import Trainer  # noqa: F401
 from . import utils  # noqa: F401
 from . import nn, loss  # noqa: F401
+from . import data  # noqa: F401

@@ -57,11 +57,22 @@ def _split_args(op, args, kwargs):
     return inputs, args[n:], kwargs
 
 
+_HOST_STAGING = ("cpu_pinned", "cpu_shared")
+
+
 def _common_context(op, inputs):
-    ctx = None
+    """The one device all array inputs are on.
+
+    Pinned and shared host memory (e.g. DataLoader batches with pin_memory=True) mixes with
+    any cpu(i) array, as in MXNet; the result goes to the cpu(i) device.
+    """
+    ctx = staging = None
     for x in inputs:
         c = getattr(x, "_ctx", None)
         if c is None:
+            continue
+        if c.device_type in _HOST_STAGING:
+            staging = staging or c
             continue
         if ctx is None:
             ctx = c
@@ -69,7 +80,10 @@ def _common_context(op, inputs):
             raise ContextError(
                 f"{op.name}: inputs are on different devices, {ctx} and {c}; move them "
                 "with .as_in_context(ctx) or .copyto(ctx) first")
-    return ctx
+    if ctx is not None and staging is not None and ctx.device_type != "cpu":
+        raise ContextError(f"{op.name}: inputs are on different devices, {ctx} and {staging}; "
+                           "move them with .as_in_context(ctx) first")
+    return ctx or staging
 
 
 def invoke(op, args, kwargs, out=None):
