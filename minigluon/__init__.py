@@ -6,6 +6,9 @@ mx.lr_scheduler, mx.metric, mx.random, mx.cpu(), mx.gpu(), mx.Context.
 __version__ = "0.1.0"
 
 from . import base, config  # noqa: F401
+from . import _allocator
+
+_allocator.tune()
 from .base import MXNetError  # noqa: F401
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
 from . import context  # noqa: F401
@@ -22,3 +25,4 @@ from . import lr_scheduler, optimizer  # noqa: F401
 from . import kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
 from . import recordio, image  # noqa: F401
+from . import io  # noqa: F401

@@ -81,3 +81,115 @@ def data_dir():
     """The folder that holds one sub-folder per data set (MINIGLUON_DATA), or None."""
     raw = os.environ.get("MINIGLUON_DATA", "").strip()
     return os.path.expanduser(raw) if raw else None
+
+
+# ---- distributed kvstore: roles and addresses (DMLC_* and PS_* as in MXNet/ps-lite) --------
+PS_ROLES = ("worker", "server", "scheduler")
+_PS_CLUSTER_VARS = ("DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER",
+                    "DMLC_NUM_WORKER")
+
+
+def _env_str(name):
+    raw = os.environ.get(name, "").strip()
+    return raw or None
+
+
+def _required(name, value, example):
+    if value is None:
+        raise ConfigError(f"{name} is not set; a distributed kvstore process needs it "
+                          f"(e.g. {name}={example}), as in MXNet's launch recipe")
+    return value
+
+
+def ps_role():
+    """DMLC_ROLE: 'worker', 'server' or 'scheduler'; None when unset (one-process job).
+
+    Setting the other DMLC_* variables without DMLC_ROLE is an error, not a silent
+    one-process job.
+    """
+    raw = _env_str("DMLC_ROLE")
+    if raw is None:
+        given = [f"{n}={os.environ[n]!r}" for n in _PS_CLUSTER_VARS if _env_str(n)]
+        if given:
+            raise ConfigError(f"DMLC_ROLE is not set but {', '.join(given)} is; set DMLC_ROLE "
+                              "to worker, server or scheduler, or unset the DMLC_* variables "
+                              "to run a one-worker job")
+        return None
+    if raw.lower() not in PS_ROLES:
+        raise ConfigError(f"DMLC_ROLE must be one of {', '.join(PS_ROLES)}, got {raw!r}")
+    return raw.lower()
+
+
+def ps_root_uri():
+    """DMLC_PS_ROOT_URI: the scheduler's IP address or host name (required)."""
+    return _required("DMLC_PS_ROOT_URI", _env_str("DMLC_PS_ROOT_URI"), "127.0.0.1")
+
+
+def ps_root_port():
+    """DMLC_PS_ROOT_PORT: the port the scheduler listens on, 1..65535 (required)."""
+    port = _required("DMLC_PS_ROOT_PORT", env_int("DMLC_PS_ROOT_PORT", None, minimum=1), 9092)
+    if port > 65535:
+        raise ConfigError(f"DMLC_PS_ROOT_PORT must be a port number 1..65535, got {port}")
+    return port
+
+
+def ps_num_server():
+    """DMLC_NUM_SERVER: how many servers the job has, >= 1 (required)."""
+    return _required("DMLC_NUM_SERVER", env_int("DMLC_NUM_SERVER", None, minimum=1), 2)
+
+
+def ps_num_worker():
+    """DMLC_NUM_WORKER: how many workers the job has, >= 1 (required)."""
+    return _required("DMLC_NUM_WORKER", env_int("DMLC_NUM_WORKER", None, minimum=1), 2)
+
+
+def ps_interface():
+    """DMLC_INTERFACE: the network interface (e.g. eth0) whose address a node announces."""
+    return _env_str("DMLC_INTERFACE")
+
+
+def ps_node_host():
+    """DMLC_NODE_HOST: the address a node announces to its peers (overrides DMLC_INTERFACE)."""
+    return _env_str("DMLC_NODE_HOST")
+
+
+def ps_verbose():
+    """PS_VERBOSE: 0 quiet, 1 connections, 2 every message."""
+    level = env_int("PS_VERBOSE", 0, minimum=0)
+    if level > 2:
+        raise ConfigError(f"PS_VERBOSE must be 0, 1 or 2, got {level}")
+    return level
+
+
+def kvstore_timeout():
+    """Seconds any distributed-kvstore wait (reply, barrier, rendezvous) may take before it
+    fails with a TimeoutError (MINIGLUON_KVSTORE_TIMEOUT, default 600)."""
+    raw = os.environ.get("MINIGLUON_KVSTORE_TIMEOUT", "").strip()
+    if raw == "":
+        return 600.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"MINIGLUON_KVSTORE_TIMEOUT must be a number of seconds, "
+                          f"got {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"MINIGLUON_KVSTORE_TIMEOUT must be a finite number of seconds > 0, "
+                          f"got {raw!r}")
+    return value
+
+
+def kvstore_use_ipc():
+    """Whether peers on one host talk over ipc:// sockets instead of TCP
+    (MINIGLUON_KVSTORE_IPC, default 1)."""
+    return env_flag("MINIGLUON_KVSTORE_IPC", True)
+
+
+def kvstore_parent_pid():
+    """The PID a scheduler or server started by an embedded one-worker job serves; it exits
+    when that process is gone (MINIGLUON_KVSTORE_PARENT_PID, set by minigluon itself)."""
+    return env_int("MINIGLUON_KVSTORE_PARENT_PID", None, minimum=1)
+
+
+def malloc_tuning():
+    """Whether minigluon tunes glibc's allocator at import (MINIGLUON_MALLOC_TUNING, on)."""
+    return env_flag("MINIGLUON_MALLOC_TUNING", True)

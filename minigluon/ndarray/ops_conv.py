@@ -69,11 +69,14 @@ class _Window:
     @classmethod
     def sliding(cls, op, kernel, stride, dilate, pad, size):
         """The window of a convolution over `size`; raises if the kernel does not fit."""
-        out = tuple((n + 2 * p - d * (k - 1) - 1) // max(s, 1) + 1
+        if min(stride) < 1 or min(dilate) < 1 or min(pad) < 0:
+            raise ShapeError(f"{op}: stride {stride} and dilate {dilate} must be positive and "
+                             f"pad {pad} non-negative")
+        out = tuple((n + 2 * p - d * (k - 1) - 1) // s + 1
                     for n, k, s, d, p in zip(size, kernel, stride, dilate, pad))
-        if min(out) < 1 or min(stride) < 1 or min(dilate) < 1:
-            raise ShapeError(f"{op}: kernel {kernel} (dilate {dilate}, stride {stride}) does "
-                             f"not fit input of spatial shape {size} padded by {pad}")
+        if min(out) < 1:
+            raise ShapeError(f"{op}: kernel {kernel} (dilate {dilate}) does not fit input of "
+                             f"spatial shape {size} padded by {pad}")
         return cls(kernel, stride, dilate, pad, size, out)
 
     def slices(self, offset):
@@ -96,19 +99,17 @@ class _Columns:
     Matmul operands ("rows") are (N, g, Fg, P) batch-outer and (g, Fg, P*N) batch-inner.
     """
 
-    def __init__(self, xp, win, groups, batch, inner):
+    def __init__(self, xp, win, groups, batch, channels, inner):
         self.xp, self.win, self.groups, self.batch, self.inner = xp, win, groups, batch, inner
-        self.nsp = len(win.kernel)
+        self.channels, self.nsp = channels, len(win.kernel)
 
     def to_grid(self, x):
         """Pad (and for batch-inner, transpose) NC* data into a fresh contiguous grid."""
         xp, win = self.xp, self.win
-        if not any(win.pad) and not self.inner:
-            return xp.ascontiguousarray(x)
         src = xp.moveaxis(x, 0, -1) if self.inner else x
-        shape = src.shape[:-self.nsp - 1] + win.padded + src.shape[-1:] if self.inner \
-            else src.shape[:2] + win.padded
-        grid = xp.zeros(shape, dtype=x.dtype)
+        if not any(win.pad):
+            return xp.ascontiguousarray(src)
+        grid = xp.zeros(self._grid_shape(x.shape[1]), dtype=x.dtype)
         grid[self._spatial(win.crop())] = src
         return grid
 
@@ -119,32 +120,51 @@ class _Columns:
             inner = self.xp.moveaxis(inner, -1, 0)
         return self.xp.ascontiguousarray(inner)
 
+    def correlate(self, grid, w):
+        """W @ im2col(grid) in the rows layout, for a weight (F, C/g, *kernel)."""
+        return self._weights(w) @ self.im2col(grid)
+
+    def correlate_transposed(self, rows, w, dtype):
+        """col2im(W^T @ rows): the adjoint of `correlate`, as a fresh grid."""
+        return self.col2im(self._weights(w).swapaxes(-1, -2) @ rows, dtype)
+
+    def weight_grad(self, rows, grid, w):
+        """The gradient for w of sum(rows * correlate(grid, w)).
+
+        The columns are rebuilt here rather than kept from the forward pass: that is cheap,
+        and holding megabytes per layer until backward costs more (in page faults) than it
+        saves.
+        """
+        cols = self.im2col(grid)
+        prod = rows @ cols.swapaxes(-1, -2)
+        return (prod if self.inner else prod.sum(axis=0)).reshape(w.shape)
+
     def im2col(self, grid):
-        """Columns for the matmul: (N, g, Kg, P) or (g, Kg, P*N)."""
-        win, item = self.win, grid.strides
+        """Columns (N, g, Kg, P) or (g, Kg, P*N): one row per input channel and kernel tap."""
+        win, item, kernel = self.win, grid.strides, self.win.kernel
         sp = item[-self.nsp - 1:-1] if self.inner else item[2:]
         taps = tuple(d * s for d, s in zip(win.dilate, sp))
         steps = tuple(st * s for st, s in zip(win.stride, sp))
         if self.inner:
-            shape = grid.shape[:1] + win.kernel + win.out + grid.shape[-1:]
+            shape = grid.shape[:1] + kernel + win.out + grid.shape[-1:]
             strides = item[:1] + taps + steps + item[-1:]
         else:
-            shape = grid.shape[:2] + win.kernel + win.out
+            shape = grid.shape[:2] + kernel + win.out
             strides = item[:2] + taps + steps
         view = self.xp.lib.stride_tricks.as_strided(grid, shape, strides)
-        return view.reshape(self._cols_shape(grid.shape[1] if not self.inner else grid.shape[0]))
-
-    def col2im(self, cols, channels):
-        """Sum columns back onto a zero grid: the adjoint of im2col."""
-        win, xp = self.win, self.xp
-        cols = cols.reshape(self._unfolded(channels))
+        k = self.channels // self.groups * math.prod(kernel)
         if self.inner:
-            grid = xp.zeros((channels,) + win.padded + (self.batch,), dtype=cols.dtype)
-        else:
-            grid = xp.zeros((self.batch, channels) + win.padded, dtype=cols.dtype)
-        lead = (slice(None),) * (1 if self.inner else 2)
+            return view.reshape(self.groups, k, -1)
+        return view.reshape(self.batch, self.groups, k, math.prod(win.out))
+
+    def col2im(self, cols, dtype):
+        """Sum columns onto a zero grid: the adjoint of im2col."""
+        win = self.win
+        lead = (self.channels,) if self.inner else (self.batch, self.channels)
+        cols = cols.reshape(lead + win.kernel + win.out + ((self.batch,) if self.inner else ()))
+        grid = self.xp.zeros(self._grid_shape(self.channels), dtype=dtype)
         for t in win.taps():
-            grid[self._spatial(win.slices(t))] += cols[lead + t]
+            grid[self._spatial(win.slices(t))] += cols[(slice(None),) * len(lead) + t]
         return grid
 
     def to_rows(self, y):
@@ -162,30 +182,23 @@ class _Columns:
             return self.xp.ascontiguousarray(self.xp.moveaxis(r, -1, 0))
         return r.reshape((self.batch, -1) + self.win.out)
 
-    def weight_grad(self, rows, cols):
-        """sum over batch and positions of rows x cols^T: (g, Fg, Kg)."""
-        prod = rows @ cols.swapaxes(-1, -2)
-        return prod if self.inner else prod.sum(axis=0)
+    def _weights(self, w):
+        return w.reshape(self.groups, w.shape[0] // self.groups, -1)
+
+    def _grid_shape(self, channels):
+        if self.inner:
+            return (channels,) + self.win.padded + (self.batch,)
+        return (self.batch, channels) + self.win.padded
 
     def _spatial(self, per_axis):
         return (slice(None),) + per_axis + (slice(None),) if self.inner else \
             (slice(None), slice(None)) + per_axis
 
-    def _unfolded(self, channels):
-        if self.inner:
-            return (channels,) + self.win.kernel + self.win.out + (self.batch,)
-        return (self.batch, channels) + self.win.kernel + self.win.out
 
-    def _cols_shape(self, channels):
-        k = channels // self.groups * math.prod(self.win.kernel)
-        if self.inner:
-            return (self.groups, k, -1)
-        return (self.batch, self.groups, k, math.prod(self.win.out))
-
-
-def _columns(xp, win, groups, batch):
+def _columns(xp, win, groups, batch, channels):
+    """Columns in the faster layout for this window (see _SHORT_ROW)."""
     inner = batch > 1 and win.out[-1] < _SHORT_ROW
-    return _Columns(xp, win, groups, batch, inner)
+    return _Columns(xp, win, groups, batch, channels, inner)
 
 
 def _bias_view(bias, nsp):
@@ -199,17 +212,10 @@ def _bias_grad(xp, dy):
 
 
 # ---- Convolution ---------------------------------------------------------------------------
-def _conv_setup(op, data, weight, kernel, stride, dilate, pad, num_group, layout):
-    """Validate and return (window, groups) for Convolution."""
-    n = len(kernel)
-    _check_layout(op, layout, data, n)
-    win = _Window.sliding(op, kernel, _per_axis(op, "stride", stride, n, 1),
-                          _per_axis(op, "dilate", dilate, n, 1),
-                          _per_axis(op, "pad", pad, n, 0), data.shape[2:])
-    if num_group < 1 or data.shape[1] % num_group:
-        raise ShapeError(f"{op}: data has {data.shape[1]} channels, which num_group="
-                         f"{num_group} does not divide")
-    return win
+def _check_groups(op, channels, filters, groups):
+    if groups < 1 or channels % groups or filters % groups:
+        raise ShapeError(f"{op}: num_group={groups} must divide both the data's {channels} "
+                         f"channels and num_filter={filters}")
 
 
 def _check_param(op, name, array, expected, hint):
@@ -218,7 +224,7 @@ def _check_param(op, name, array, expected, hint):
                          f"{tuple(expected)} = {hint}")
 
 
-@register("Convolution", inputs=("data", "weight", "bias"))
+@register("Convolution", inputs=("data", "weight", "bias"), takes_need=True)
 def convolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), pad=(),
                 num_filter=None, num_group=1, no_bias=False, layout=None, workspace=1024,
                 cudnn_tune=None, cudnn_off=False):
@@ -228,28 +234,30 @@ def convolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), pa
     Output (N, num_filter, *out) with out = (size + 2*pad - dilate*(kernel-1) - 1)//stride + 1.
     Example: ``nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=16)``.
     """
-    op = "Convolution"
-    kernel = _kernel(op, kernel)
-    win = _conv_setup(op, data, weight, kernel, stride, dilate, pad, num_group, layout)
+    op, kernel = "Convolution", _kernel("Convolution", kernel)
+    n = len(kernel)
+    _check_layout(op, layout, data, n)
     f = weight.shape[0] if num_filter is None else int(num_filter)
-    if f % num_group:
-        raise ShapeError(f"{op}: num_filter={f} is not divisible by num_group={num_group}")
+    _check_groups(op, data.shape[1], f, num_group)
+    win = _Window.sliding(op, kernel, _per_axis(op, "stride", stride, n, 1),
+                          _per_axis(op, "dilate", dilate, n, 1),
+                          _per_axis(op, "pad", pad, n, 0), data.shape[2:])
     _check_param(op, "weight", weight, (f, data.shape[1] // num_group) + kernel,
                  "(num_filter, channels/num_group, *kernel)")
     use_bias = bias is not None and not no_bias
     _check_param(op, "bias", bias if use_bias else None, (f,), "(num_filter,)")
-    cols_of = _columns(xp, win, num_group, data.shape[0])
-    w3 = weight.reshape(num_group, f // num_group, -1)
-    cols = cols_of.im2col(cols_of.to_grid(data))
-    out = cols_of.from_rows(w3 @ cols)
+    cols = _columns(xp, win, num_group, data.shape[0], data.shape[1])
+    grid = cols.to_grid(data)
+    out = cols.from_rows(cols.correlate(grid, weight))
     if use_bias:
         out += _bias_view(bias, len(kernel))
 
-    def backward(dy):
-        rows = cols_of.to_rows(dy)
-        dx = cols_of.from_grid(cols_of.col2im(w3.swapaxes(-1, -2) @ rows, data.shape[1]))
-        dw = cols_of.weight_grad(rows, cols).reshape(weight.shape)
-        return dx, dw, (_bias_grad(xp, dy) if use_bias else None)
+    def backward(dy, need=(True, True, True)):
+        rows = cols.to_rows(dy)
+        dx = cols.from_grid(cols.correlate_transposed(rows, weight, dy.dtype)) \
+            if need[0] else None
+        dw = cols.weight_grad(rows, grid, weight) if need[1] else None
+        return dx, dw, (_bias_grad(xp, dy) if use_bias and need[2] else None)
     return out, backward
 
 
@@ -259,6 +267,8 @@ def _deconv_window(op, data, kernel, stride, dilate, pad, adj, target_shape):
     n = len(kernel)
     stride = _per_axis(op, "stride", stride, n, 1)
     dilate = _per_axis(op, "dilate", dilate, n, 1)
+    if min(stride) < 1 or min(dilate) < 1:
+        raise ShapeError(f"{op}: stride {stride} and dilate {dilate} must be positive")
     size = data.shape[2:]
     spans = tuple(s * (m - 1) + d * (k - 1) + 1 for s, m, d, k in zip(stride, size, dilate, kernel))
     if target_shape and any(target_shape):
@@ -290,32 +300,26 @@ def deconvolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), 
     `target_shape` (which then sets pad and adj). As in MXNet, no_bias defaults to True.
     Example: ``nd.Deconvolution(x, w, kernel=(4, 4), stride=(2, 2), pad=(1, 1), num_filter=8)``.
     """
-    op = "Deconvolution"
-    kernel = _kernel(op, kernel)
+    op, kernel = "Deconvolution", _kernel("Deconvolution", kernel)
     _check_layout(op, layout, data, len(kernel))
     c = data.shape[1]
-    if num_group < 1 or c % num_group:
-        raise ShapeError(f"{op}: data has {c} channels, which num_group={num_group} does "
-                         "not divide")
     f = weight.shape[1] * num_group if num_filter is None else int(num_filter)
-    if f % num_group:
-        raise ShapeError(f"{op}: num_filter={f} is not divisible by num_group={num_group}")
+    _check_groups(op, c, f, num_group)
     _check_param(op, "weight", weight, (c, f // num_group) + kernel,
                  "(channels, num_filter/num_group, *kernel)")
     use_bias = bias is not None and not no_bias
     _check_param(op, "bias", bias if use_bias else None, (f,), "(num_filter,)")
     win = _deconv_window(op, data, kernel, stride, dilate, pad, adj, target_shape)
-    cols_of = _columns(xp, win, num_group, data.shape[0])
-    w3 = weight.reshape(num_group, c // num_group, -1)
-    rows = cols_of.to_rows(data)
-    out = cols_of.from_grid(cols_of.col2im(w3.swapaxes(-1, -2) @ rows, f))
+    cols = _columns(xp, win, num_group, data.shape[0], f)
+    rows = cols.to_rows(data)
+    out = cols.from_grid(cols.correlate_transposed(rows, weight, data.dtype))
     if use_bias:
         out += _bias_view(bias, len(kernel))
 
     def backward(dy):
-        cols = cols_of.im2col(cols_of.to_grid(dy))
-        dx = cols_of.from_rows(w3 @ cols)
-        dw = cols_of.weight_grad(rows, cols).reshape(weight.shape)
+        grid = cols.to_grid(dy)
+        dx = cols.from_rows(cols.correlate(grid, weight))
+        dw = cols.weight_grad(rows, grid, weight)
         return dx, dw, (_bias_grad(xp, dy) if use_bias else None)
     return out, backward
 
@@ -329,13 +333,15 @@ class _AxisPool:
         self.is_max = is_max
 
     def _tap(self, ndim, t):
-        sl = [slice(None)] * ndim
-        sl[self.axis] = slice(t, t + self.s * (self.out - 1) + 1, self.s)
-        return tuple(sl)
+        """Index of the elements that tap t of every window reads."""
+        return self._along(ndim, slice(t, t + self.s * (self.out - 1) + 1, self.s))
+
+    def _along(self, ndim, sl):
+        return (slice(None),) * self.axis + (sl,) + (slice(None),) * (ndim - self.axis - 1)
 
     def forward(self, x):
         if self.out == 1:       # one window: a plain reduction is fastest
-            win = x[self._tap(x.ndim, 0)[:self.axis] + (slice(0, self.k),)]
+            win = x[self._along(x.ndim, slice(0, self.k))]
             return win.max(axis=self.axis, keepdims=True) if self.is_max \
                 else win.sum(axis=self.axis, keepdims=True)
         if self.k == 1:
@@ -370,7 +376,7 @@ class _AxisPool:
     def _reduce_backward(self, x, y, dy):
         xp = self.xp
         dx = xp.zeros(x.shape, dtype=dy.dtype)
-        win = self._tap(x.ndim, 0)[:self.axis] + (slice(0, self.k),)
+        win = self._along(x.ndim, slice(0, self.k))
         if self.is_max:
             hit = x[win] == y
             hit &= xp.cumsum(hit, axis=self.axis) == 1
@@ -407,13 +413,47 @@ def _pool_window(op, data, kernel, stride, pad, global_pool, convention):
     return win, extra
 
 
-def _pad_for_pool(xp, x, win, extra, value):
-    if not any(win.pad) and not any(extra):
-        return x
-    shape = x.shape[:2] + tuple(m + e for m, e in zip(win.padded, extra))
-    grid = xp.full(shape, value, dtype=x.dtype)
-    grid[(slice(None), slice(None)) + win.crop()] = x
-    return grid
+class _Pool:
+    """One pooling configuration: pad, then 1-D pooling along each spatial axis in turn."""
+
+    def __init__(self, xp, win, extra, pool_type, count_include_pad, dtype):
+        self.xp, self.win, self.extra = xp, win, extra
+        self.is_max = pool_type == "max"
+        self.fill = 0 if not self.is_max else \
+            -np.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
+        stages = [_AxisPool(xp, ax + 2, k, s, o, self.is_max)
+                  for ax, (k, s, o) in enumerate(zip(win.kernel, win.stride, win.out))]
+        self.stages = [st for st in stages if st.k > 1 or st.s > 1]
+        self.div = _avg_divisor(xp, win, count_include_pad, dtype) \
+            if pool_type == "avg" else None
+
+    def forward(self, data):
+        """The output, and the input of every stage (for backward)."""
+        inputs = [self._pad(data)]
+        for st in reversed(self.stages):     # innermost axis first: longest contiguous runs
+            inputs.append(st.forward(inputs[-1]))
+        out = inputs.pop()
+        if self.div is not None:
+            out = out / self.div
+        elif out is data:
+            out = out.copy()
+        return out, inputs
+
+    def backward(self, dy, out, inputs):
+        g = dy / self.div if self.div is not None else dy
+        y = out
+        for st, x in zip(self.stages, reversed(inputs)):
+            g, y = st.backward(x, y, g), x
+        return g[(slice(None), slice(None)) + self.win.crop()]
+
+    def _pad(self, x):
+        win, extra = self.win, self.extra
+        if not any(win.pad) and not any(extra):
+            return x
+        shape = x.shape[:2] + tuple(m + e for m, e in zip(win.padded, extra))
+        grid = self.xp.full(shape, self.fill, dtype=x.dtype)
+        grid[(slice(None), slice(None)) + win.crop()] = x
+        return grid
 
 
 def _avg_divisor(xp, win, count_include_pad, dtype):
@@ -448,30 +488,6 @@ def pooling(xp, data, kernel=(), pool_type="max", global_pool=False, stride=(), 
                          "or 'sum'")
     _check_layout(op, layout, data, data.ndim - 2)
     win, extra = _pool_window(op, data, kernel, stride, pad, global_pool, pooling_convention)
-    is_max = pool_type == "max"
-    fill = (-np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min) if is_max else 0
-    stages = [_AxisPool(xp, ax + 2, k, s, o, is_max) for ax, (k, s, o) in
-              enumerate(zip(win.kernel, win.stride, win.out))]
-    stages = [st for st in stages if not (st.k == 1 and st.s == 1)]
-    inputs = [_pad_for_pool(xp, data, win, extra, fill)]
-    for st in reversed(stages):          # innermost axis first: longest contiguous runs
-        inputs.append(st.forward(inputs[-1]))
-    out = inputs.pop()
-    div = _avg_divisor(xp, win, count_include_pad, data.dtype) if pool_type == "avg" else None
-    if div is not None:
-        out = out / div
-    elif out is data:
-        out = out.copy()
-
-    def backward(dy):
-        g = dy / div if div is not None else dy
-        y = out if is_max else None
-        for st, x in zip(stages, reversed(inputs)):
-            nxt = st.backward(x, y, g)
-            if is_max:
-                y = x
-            g = nxt
-        if g.shape != data.shape:
-            g = g[(slice(None), slice(None)) + win.crop()]
-        return (g,)
-    return out, backward
+    pool = _Pool(xp, win, extra, pool_type, count_include_pad, data.dtype)
+    out, saved = pool.forward(data)
+    return out, lambda dy: (pool.backward(dy, out, saved),)

@@ -9,7 +9,7 @@ from .random import generator
 from .registry import register
 
 
-@register("FullyConnected", inputs=("data", "weight", "bias"))
+@register("FullyConnected", inputs=("data", "weight", "bias"), takes_need=True)
 def fully_connected(xp, data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True):
     """y = x W^T + b, with W of shape (num_hidden, in_units).
 
@@ -32,11 +32,11 @@ def fully_connected(xp, data, weight, bias=None, num_hidden=None, no_bias=False,
     out_shape = (data.shape[0], weight.shape[0]) if flatten else \
         data.shape[:-1] + (weight.shape[0],)
 
-    def backward(dy):
+    def backward(dy, need=(True, True, True)):
         d2 = dy.reshape(x.shape[0], -1)
-        dx = (d2 @ weight).reshape(data.shape)
-        dw = d2.T @ x
-        return dx, dw, (d2.sum(axis=0) if use_bias else None)
+        dx = (d2 @ weight).reshape(data.shape) if need[0] else None
+        dw = d2.T @ x if need[1] else None
+        return dx, dw, (d2.sum(axis=0) if use_bias and need[2] else None)
     return out.reshape(out_shape), backward
 
 

@@ -10,6 +10,8 @@ sums them back to each input's shape.
 the right device, wraps the result and records a tape node when autograd is recording.
 NDArray methods, `mx.nd.*` functions and (later) symbols all go through it.
 """
+import functools
+
 from .. import autograd
 from ..base import ContextError, DTypeError, MXNetError, numeric_types
 
@@ -17,19 +19,24 @@ OPS = {}
 
 
 class OpDef:
-    """How to call one op: its function, the names of its array inputs, and aliases."""
+    """How to call one op: its function, the names of its array inputs, and aliases.
 
-    __slots__ = ("name", "fn", "inputs", "variadic", "cross_device")
+    `takes_need`: the op's backward accepts `need=(bool per input)` and skips the
+    gradients nobody asked for (e.g. the data gradient of a network's first layer).
+    """
 
-    def __init__(self, name, fn, inputs, variadic=False, cross_device=False):
+    __slots__ = ("name", "fn", "inputs", "variadic", "cross_device", "takes_need")
+
+    def __init__(self, name, fn, inputs, variadic=False, cross_device=False, takes_need=False):
         self.name, self.fn, self.inputs = name, fn, tuple(inputs)
         self.variadic, self.cross_device = variadic, cross_device
+        self.takes_need = takes_need
 
 
-def register(name, inputs=("data",), aliases=(), variadic=False):
+def register(name, inputs=("data",), aliases=(), variadic=False, takes_need=False):
     """Decorator: register `fn` under `name` (and `aliases`) with the given array inputs."""
     def wrap(fn):
-        op = OpDef(name, fn, inputs, variadic)
+        op = OpDef(name, fn, inputs, variadic, takes_need=takes_need)
         for key in (name,) + tuple(aliases):
             if key in OPS:
                 raise MXNetError(f"operator {key!r} registered twice")
@@ -113,8 +120,11 @@ def invoke(op, args, kwargs, out=None):
 def _record(op, inputs, outputs, backward):
     from .ndarray import NDArray
     arrays = [x if isinstance(x, NDArray) else None for x in inputs]
-    if not any(x is not None and autograd.needs_grad(x) for x in arrays):
+    need = tuple(x is not None and autograd.needs_grad(x) for x in arrays)
+    if not any(need):
         return
+    if op.takes_need:
+        backward = functools.partial(backward, need=need)
     node = autograd.Node(op.name, backward, arrays,
                          [(o.shape, o._data.dtype, o._ctx) for o in outputs])
     for i, o in enumerate(outputs):

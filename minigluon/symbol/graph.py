@@ -67,15 +67,26 @@ class CachedGraph:
         return outputs
 
     def _record(self, ctx, inputs, values, closures, outputs):
+        need = self._slots_needing_grad(inputs)
+
         def backward(*out_grads):
-            return self._backward(ctx, values, closures, out_grads)
+            return self._backward(ctx, values, closures, out_grads, need)
         node = autograd.Node("CachedGraph", backward,
                              [x if isinstance(x, NDArray) else None for x in inputs],
                              [(o.shape, o._data.dtype, ctx) for o in outputs])
         for i, o in enumerate(outputs):
             o._node, o._out_index = node, i
 
-    def _backward(self, ctx, values, closures, out_grads):
+    def _slots_needing_grad(self, inputs):
+        """Per value slot: does a gradient have to reach it (it depends on a variable)?"""
+        need = [isinstance(x, NDArray) and autograd.needs_grad(x) for x in inputs]
+        need += [False] * (self.num_slots - self.num_inputs)
+        for op, refs, attrs, first, count in self.steps:
+            if any(kind == "slot" and need[ref] for kind, ref in refs):
+                need[first:first + count] = [True] * count
+        return need
+
+    def _backward(self, ctx, values, closures, out_grads, need):
         grads = [None] * self.num_slots
         for s, g in zip(self.output_slots, out_grads):
             grads[s] = g if grads[s] is None else grads[s] + g
@@ -83,13 +94,17 @@ class CachedGraph:
         for (op, refs, attrs, first, count), closure in zip(reversed(self.steps),
                                                             reversed(closures)):
             outs = grads[first:first + count]
-            if closure is None or all(g is None for g in outs):
+            if closure is None or not need[first] or all(g is None for g in outs):
                 continue
             outs = [g if g is not None else xp.zeros_like(values[first + k])
                     for k, g in enumerate(outs)]
-            in_grads = closure(*outs)
+            if op.takes_need:
+                in_grads = closure(*outs, need=tuple(kind == "slot" and need[ref]
+                                                     for kind, ref in refs))
+            else:
+                in_grads = closure(*outs)
             for (kind, ref), g in zip(refs, in_grads):
-                if kind != "slot" or g is None:
+                if kind != "slot" or g is None or not need[ref]:
                     continue
                 g = _fit_raw(g, values[ref])
                 grads[ref] = g if grads[ref] is None else grads[ref] + g

