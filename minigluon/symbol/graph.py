@@ -94,6 +94,7 @@ class CachedGraph:
         for (op, refs, attrs, first, count), closure in zip(reversed(self.steps),
                                                             reversed(closures)):
             outs = grads[first:first + count]
+            grads[first:first + count] = [None] * count     # free them as we go
             if closure is None or not need[first] or all(g is None for g in outs):
                 continue
             outs = [g if g is not None else xp.zeros_like(values[first + k])
