@@ -40,3 +40,37 @@ def unknown_name(kind, name, known):
     """Build the error for an unknown registry name, listing what exists."""
     choices = ", ".join(sorted(known))
     return UnknownNameError(f"unknown {kind} {name!r}; known {kind}s: {choices}")
+
+
+class NameRegistry:
+    """Classes creatable by name (case-insensitive), as `mx.init` and `mx.metric` offer.
+
+    >>> names = NameRegistry("metric")
+    >>> @names.register
+    ... class Accuracy: ...
+    >>> names.lookup("accuracy") is Accuracy
+    """
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.classes = {}
+
+    def register(self, klass):
+        """Class decorator: make `klass` creatable by its lower-cased name."""
+        self.classes[klass.__name__.lower()] = klass
+        return klass
+
+    def alias(self, *aliases):
+        """Class decorator: extra names for the class, e.g. 'zeros' or 'acc'."""
+        def decorate(klass):
+            for name in aliases:
+                self.classes[name.lower()] = klass
+            return klass
+        return decorate
+
+    def lookup(self, name):
+        """The class registered as `name`, or an error listing the known names."""
+        klass = self.classes.get(name.lower())
+        if klass is None:
+            raise unknown_name(self.kind, name, self.classes)
+        return klass

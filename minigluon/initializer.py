@@ -14,30 +14,19 @@ import re
 
 import numpy as np
 
-from .base import MXNetError, ShapeError, unknown_name
+from .base import MXNetError, NameRegistry, ShapeError
 from .ndarray import random as _random
 from .ndarray.random import generator as _generator
 
-_REGISTRY = {}
+_NAMES = NameRegistry("initializer")
+register = _NAMES.register
+alias = _NAMES.alias
 
 
 class InitializerError(MXNetError, ValueError):
     """A parameter the initializer does not know how to fill."""
 
 
-def register(klass):
-    """Class decorator: make `klass` creatable by its lower-cased name, e.g. 'xavier'."""
-    _REGISTRY[klass.__name__.lower()] = klass
-    return klass
-
-
-def alias(*aliases):
-    """Class decorator: extra names `create` accepts for the class, e.g. 'zeros'."""
-    def decorate(klass):
-        for name in aliases:
-            _REGISTRY[name.lower()] = klass
-        return klass
-    return decorate
 
 
 def create(initializer, *args, **kwargs):
@@ -54,10 +43,7 @@ def create(initializer, *args, **kwargs):
     if initializer.startswith("["):
         name, config = json.loads(initializer)
         return create(name, **config)
-    klass = _REGISTRY.get(initializer.lower())
-    if klass is None:
-        raise unknown_name("initializer", initializer, _REGISTRY)
-    return klass(*args, **kwargs)
+    return _NAMES.lookup(initializer)(*args, **kwargs)
 
 
 class InitDesc(str):

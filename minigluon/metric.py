@@ -12,25 +12,14 @@ from collections import OrderedDict
 
 import numpy
 
-from .base import ShapeError, unknown_name
+from .base import NameRegistry, ShapeError
 from .ndarray import NDArray
 
-_REGISTRY = {}
+_NAMES = NameRegistry("metric")
+register = _NAMES.register
+alias = _NAMES.alias
 
 
-def register(klass):
-    """Class decorator: make `klass` creatable by its lower-cased name."""
-    _REGISTRY[klass.__name__.lower()] = klass
-    return klass
-
-
-def alias(*aliases):
-    """Class decorator: extra names `create` accepts for the class, e.g. 'acc'."""
-    def decorate(klass):
-        for name in aliases:
-            _REGISTRY[name.lower()] = klass
-        return klass
-    return decorate
 
 
 def create(metric, *args, **kwargs):
@@ -51,10 +40,7 @@ def create(metric, *args, **kwargs):
     if not isinstance(metric, str):
         raise TypeError(f"a metric must be a name, an EvalMetric, a list or a function, "
                         f"got {type(metric).__name__}")
-    klass = _REGISTRY.get(metric.lower())
-    if klass is None:
-        raise unknown_name("metric", metric, _REGISTRY)
-    return klass(*args, **kwargs)
+    return _NAMES.lookup(metric)(*args, **kwargs)
 
 
 def _as_list(x):
