@@ -193,3 +193,54 @@ def kvstore_parent_pid():
 def malloc_tuning():
     """Whether minigluon tunes glibc's allocator at import (MINIGLUON_MALLOC_TUNING, on)."""
     return env_flag("MINIGLUON_MALLOC_TUNING", True)
+
+
+def launcher_rank():
+    """This process's rank as its process launcher numbered it, or None.
+
+    Read from OMPI_COMM_WORLD_RANK (Open MPI), PMI_RANK (MPICH and others) or SLURM_PROCID
+    (srun), the first that is set; `minigluon.tools.mpi_role` turns it into a DMLC role.
+    """
+    for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
+        if os.environ.get(name, "").strip():
+            return env_int(name, None, minimum=0)
+    return None
+
+
+def slurm_allocation():
+    """(SLURM_JOB_ID, SLURM_JOB_NUM_NODES) inside a Slurm allocation, else None."""
+    job_id = os.environ.get("SLURM_JOB_ID", "").strip()
+    if not job_id:
+        return None
+    return job_id, env_int("SLURM_JOB_NUM_NODES", 1, minimum=1)
+
+
+def _env_seconds(name, default):
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not 0 <= value < float("inf"):
+        raise ConfigError(f"{name} must be a finite number of seconds >= 0, got {raw!r}")
+    return value
+
+
+def ps_heartbeat_interval():
+    """Seconds between the heartbeats each worker and server sends the scheduler
+    (PS_HEARTBEAT_INTERVAL, default 1; 0 sends none)."""
+    return _env_seconds("PS_HEARTBEAT_INTERVAL", 1.0)
+
+
+def ps_heartbeat_timeout():
+    """Seconds of silence after which the scheduler declares a node dead and aborts the job,
+    and a node declares the scheduler dead (PS_HEARTBEAT_TIMEOUT, default 30; 0: never)."""
+    return _env_seconds("PS_HEARTBEAT_TIMEOUT", 30.0)
+
+
+def kvstore_use_shm():
+    """Whether workers pass big arrays to servers on the same host through shared memory
+    (/dev/shm) instead of sockets (MINIGLUON_KVSTORE_SHM, default 1)."""
+    return env_flag("MINIGLUON_KVSTORE_SHM", True)

@@ -1,6 +1,6 @@
-"""minigluon_ext: C kernels for the kvstore's hot loops, with a NumPy fallback.
+"""minigluon_ext: C kernels for the kvstore's and the layers' hot loops, with a NumPy fallback.
 
-Kernels (contiguous float16, float32 and float64 NumPy arrays; each returns its output):
+Kvstore kernels (contiguous float16, float32 and float64 NumPy arrays; each returns its output):
 
 - `sum_into(out, arrays, accumulate=False)`: out = a0 + a1 + ...; out += ... with accumulate
 - `scale_add(out, a, alpha, beta)`: out = alpha*out + beta*a
@@ -39,6 +39,32 @@ The rule runs in the grad's dtype, except for float16 grads, which run in float3
 need a float32 residual (multi_precision style).  The threshold is rounded to that dtype
 (and, for dequantize, to out's dtype); it must be finite and > 0 after rounding.
 
+Layer kernels (contiguous float32 and float64 NumPy arrays; ops_conv, ops_nn and
+ops_elemwise call them on host arrays), multi-threaded over rows, planes or channels:
+
+- `im2col(x, kernel, stride, pad, dilate)`: (N, C, H, W) -> columns (C*kh*kw, N*oh*ow);
+  row (c, i, j), column (n, y, x) holds x[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw], 0 in
+  the padding.  `col2im(cols, shape, ...)` is its adjoint: each image element starts at 0
+  and adds its column entries in tap order (0, 0), (0, 1), ..., each step rounded.
+- `swap01(src, bias=None)`: (A, B, R) -> (B, A, R), + bias[a] (matmul rows <-> NCHW).
+- Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions, tiles in 16 planes (16, C, N*th*tw):
+  `winograd_input(x, pad)` = B^T d B, `winograd_output(m, shape, bias)` = A^T M A + bias,
+  and their adjoints `winograd_output_adjoint(dy)` = A dY A^T and
+  `winograd_input_adjoint(dv, shape, pad)` = B dV B^T summed into the image in tile order.
+- `max_pool2d(x, kernel, stride, pad, convention)` -> (out, int32 argmax y*W + x): the
+  first NaN of a window, else its first maximum, row-major; positions outside the image
+  are skipped (a window with none gives -inf, -1).  `max_pool2d_backward(dy, argmax, size)`
+  adds dy at the argmax positions in window order.
+- `batch_norm_stats(x)` -> float64 (mean, biased var) per channel of (outer, C, inner) x;
+  `batch_norm_sums(x, dy, mean)` -> float64 (sum dy, sum dy*(x - mean)); both accumulate in
+  double (8 interleaved partial sums per run): equal to NumPy's float64 sums up to rounding,
+  not bit for bit.  `batch_norm_forward(x, mean, scale, shift)` = (x - mean)*scale + shift,
+  `batch_norm_backward(x, dy, mean, a, b, k)` = (dy*a + (x - mean)*b) + k, per channel.
+- `relu(x)` = np.maximum(x, 0); `relu_backward(x, dy)` = dy * (x > 0).
+
+Except for the two batch-norm sums, both paths give the same bits.  Layer kernels take
+`nthreads=None`: one thread below 32768 elements of work, else all usable cores.
+
 Path: the C extension `_kernels` when it is built, else (or with MINIGLUON_EXT_FALLBACK=1)
 the NumPy code in `minigluon_ext.fallback`.  `ACTIVE` / `backend()` say which ('c' or
 'numpy'); the choice is logged once at debug level on logger 'minigluon'.  `native` is the
@@ -54,7 +80,7 @@ import logging
 from minigluon.config import ext_force_fallback
 
 from . import fallback
-from ._checks import threads_for, words_for
+from ._checks import LAYER_FLOATS, threads_for, winograd_tiles, words_for
 
 try:
     from . import native
@@ -76,7 +102,13 @@ logging.getLogger("minigluon").debug("minigluon_ext: %s active (%s)", _impl.desc
 
 __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequantize_2bit",
            "dequantize_2bit_add", "f16_to_f32", "f32_to_f16", "threads_for", "words_for",
-           "native", "fallback"]
+           "im2col", "col2im", "swap01", "winograd_input", "winograd_output",
+           "winograd_output_adjoint", "winograd_input_adjoint", "max_pool2d", "max_pool2d_backward",
+           "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
+           "relu", "relu_backward", "LAYER_DTYPES", "winograd_tiles", "native", "fallback"]
+
+# dtypes the layer kernels take
+LAYER_DTYPES = LAYER_FLOATS
 
 
 def backend():
@@ -148,3 +180,132 @@ def f32_to_f16(src, out, nthreads=None):
     >>> f32_to_f16(master32, weight16)
     """
     return _impl.f32_to_f16(src, out, nthreads)
+
+
+def im2col(x, kernel, stride=(1, 1), pad=(0, 0), dilate=(1, 1), out=None, nthreads=None):
+    """Columns (C*kh*kw, N*oh*ow) of an (N, C, H, W) image for a 2-D convolution.
+
+    kernel, stride, pad, dilate: an int or an (h, w) pair each.  W (F, C*kh*kw) @ columns
+    is the convolution's output as (F, N*oh*ow).
+
+    >>> cols = im2col(x, (3, 3), pad=1)             # x (32, 64, 32, 32) -> (576, 32768)
+    """
+    return _impl.im2col(x, kernel, stride, pad, dilate, out, nthreads)
+
+
+def col2im(cols, shape, kernel, stride=(1, 1), pad=(0, 0), dilate=(1, 1), out=None,
+           nthreads=None):
+    """The (N, C, H, W) image of `shape` with every column entry added where im2col took it.
+
+    >>> dx = col2im(w2d.T @ dy_rows, x.shape, (3, 3), pad=1)
+    """
+    return _impl.col2im(cols, shape, kernel, stride, pad, dilate, out, nthreads)
+
+
+def swap01(src, bias=None, out=None, nthreads=None):
+    """Swap the first two axes of a 3-D array, adding bias[a] to src[a] when given.
+
+    >>> y = swap01(rows.reshape(F, N, P), bias)    # (F, N, P) -> (N, F, P) + bias
+    """
+    return _impl.swap01(src, bias, out, nthreads)
+
+
+def winograd_input(x, pad=(1, 1), out=None, nthreads=None):
+    """Winograd F(2x2, 3x3) transforms B^T d B of the 4x4 input tiles of (N, C, H, W) x.
+
+    Returns (16, C, N*th*tw): element (i, j) of tile (n, ty, tx) in plane 4*i + j, with
+    th, tw = ceil(oh/2), ceil(ow/2) for the 3x3 stride-1 output oh x ow.
+
+    >>> v = winograd_input(x, pad=1)                 # (32, 64, 32, 32) -> (16, 64, 8192)
+    """
+    return _impl.winograd_input(x, pad, out, nthreads)
+
+
+def winograd_output(m, shape, bias=None, out=None, nthreads=None):
+    """The (N, F, oh, ow) output of `shape` from Winograd products m (16, F, N*th*tw).
+
+    >>> y = winograd_output(u @ v, (32, 64, 32, 32), bias)
+    """
+    return _impl.winograd_output(m, shape, bias, out, nthreads)
+
+
+def winograd_output_adjoint(dy, out=None, nthreads=None):
+    """The adjoint of winograd_output (without bias): (16, F, N*th*tw) from dy (N, F, oh, ow).
+
+    >>> dm = winograd_output_adjoint(dy)
+    """
+    return _impl.winograd_output_adjoint(dy, out, nthreads)
+
+
+def winograd_input_adjoint(dv, shape, pad=(1, 1), out=None, nthreads=None):
+    """The adjoint of winograd_input: the (N, C, H, W) image of `shape` summing the tiles.
+
+    >>> dx = winograd_input_adjoint(u.swapaxes(1, 2) @ dm, x.shape, pad=1)
+    """
+    return _impl.winograd_input_adjoint(dv, shape, pad, out, nthreads)
+
+
+def max_pool2d(x, kernel, stride=(1, 1), pad=(0, 0), convention="valid", nthreads=None):
+    """2-D max pooling of (N, C, H, W): (out, int32 argmax), argmax = y*W + x or -1.
+
+    convention: 'valid' (floor) or 'full' (ceil) window count.
+
+    >>> out, argmax = max_pool2d(x, 2, 2)
+    """
+    return _impl.max_pool2d(x, kernel, stride, pad, convention, nthreads)
+
+
+def max_pool2d_backward(dy, argmax, size, out=None, nthreads=None):
+    """Gradient of max_pool2d for an input of spatial `size` (H, W).
+
+    >>> dx = max_pool2d_backward(dy, argmax, x.shape[2:])
+    """
+    return _impl.max_pool2d_backward(dy, argmax, size, out, nthreads)
+
+
+def batch_norm_stats(x, nthreads=None):
+    """Per-channel float64 (mean, biased variance) of (outer, C, inner) data.
+
+    >>> mean, var = batch_norm_stats(x.reshape(n, c, -1))
+    """
+    return _impl.batch_norm_stats(x, nthreads)
+
+
+def batch_norm_forward(x, mean, scale, shift, out=None, nthreads=None):
+    """(x - mean) * scale + shift per channel of (outer, C, inner) data.
+
+    >>> y = batch_norm_forward(x3, mean, gamma * inv_std, beta)
+    """
+    return _impl.batch_norm_forward(x, mean, scale, shift, out, nthreads)
+
+
+def batch_norm_sums(x, dy, mean, nthreads=None):
+    """Per-channel float64 (sum of dy, sum of dy * (x - mean)) of (outer, C, inner) data.
+
+    >>> sum_dy, sum_dy_xc = batch_norm_sums(x3, dy3, mean)
+    """
+    return _impl.batch_norm_sums(x, dy, mean, nthreads)
+
+
+def batch_norm_backward(x, dy, mean, a, b, k, out=None, nthreads=None):
+    """(dy * a + (x - mean) * b) + k per channel of (outer, C, inner) data.
+
+    >>> dx = batch_norm_backward(x3, dy3, mean, a, b, k)
+    """
+    return _impl.batch_norm_backward(x, dy, mean, a, b, k, out, nthreads)
+
+
+def relu(x, out=None, nthreads=None):
+    """max(x, 0), element-wise, NaN kept (np.maximum(x, 0)).
+
+    >>> y = relu(x)
+    """
+    return _impl.relu(x, out, nthreads)
+
+
+def relu_backward(x, dy, out=None, nthreads=None):
+    """dy * (x > 0), element-wise.
+
+    >>> dx = relu_backward(x, dy)
+    """
+    return _impl.relu_backward(x, dy, out, nthreads)

@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 
 from minigluon.base import DTypeError, ShapeError
-from minigluon.config import kvstore_bigarray_bound, kvstore_reduction_nthreads
+from minigluon.config import kvstore_bigarray_bound, kvstore_reduction_nthreads, usable_cores
 
 FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 WORD = np.dtype(np.uint32)
@@ -193,3 +193,289 @@ def convert(fn, src, out, src_dtype, out_dtype, nthreads):
         raise ShapeError(f"{fn}: out has shape {out.shape} but src has shape {src.shape}")
     apart(fn, "out", out, "src", src)
     return threads(fn, src.size, nthreads)
+
+
+# ---- layer kernels (convolution columns, pooling, batch norm, relu) ----------------------
+LAYER_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+INDEX = np.dtype(np.int32)
+# below this many elements of work a layer kernel runs on one thread: starting a thread
+# costs about as much as copying this many elements
+LAYER_MIN_WORK = 1 << 15
+
+
+def layer_threads(fn, work, nthreads):
+    """Threads for a layer kernel: `nthreads` as given, else all usable cores for big work."""
+    if nthreads is not None:
+        if isinstance(nthreads, bool) or not isinstance(nthreads, numbers.Integral) or \
+                nthreads < 1:
+            raise ValueError(f"{fn}: nthreads must be an integer >= 1 or None, got {nthreads!r}")
+        return int(nthreads)
+    return 1 if work < LAYER_MIN_WORK else usable_cores()
+
+
+def _pair(fn, name, value, minimum):
+    """A pair of ints >= minimum from an int or a 2-sequence."""
+    pair = (value, value) if isinstance(value, numbers.Integral) else tuple(value)
+    if len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or
+                             v < minimum for v in pair):
+        raise ValueError(f"{fn}: {name} must be an int >= {minimum} or a pair of them, "
+                         f"got {value!r}")
+    return tuple(int(v) for v in pair)
+
+
+def window2d(fn, kernel, stride, pad, dilate=(1, 1)):
+    """The 8 window numbers (kh, kw, sh, sw, ph, pw, dh, dw), validated."""
+    return (_pair(fn, "kernel", kernel, 1) + _pair(fn, "stride", stride, 1) +
+            _pair(fn, "pad", pad, 0) + _pair(fn, "dilate", dilate, 1))
+
+
+def conv_out_size(fn, size, win):
+    """Output (oh, ow) of a convolution window over spatial `size`; ShapeError if none."""
+    kh, kw, sh, sw, ph, pw, dh, dw = win
+    out = tuple((n + 2 * p - d * (k - 1) - 1) // s + 1
+                for n, k, s, p, d in zip(size, (kh, kw), (sh, sw), (ph, pw), (dh, dw)))
+    if min(out) < 1:
+        raise ShapeError(f"{fn}: kernel ({kh}, {kw}) with dilate ({dh}, {dw}) does not fit "
+                         f"an image of spatial shape {tuple(size)} padded by ({ph}, {pw})")
+    return out
+
+
+def _shape4(fn, shape):
+    """An (N, C, H, W) shape: N, C >= 0, H, W >= 1."""
+    shape = tuple(int(v) for v in shape)
+    if len(shape) != 4 or min(shape) < 0 or min(shape[2:]) < 1:
+        raise ShapeError(f"{fn}: shape must be an image's (N, C, H, W) with H, W >= 1, "
+                         f"got {shape}")
+    return shape
+
+
+def image(fn, name, x, writable=False):
+    """A C-contiguous (N, C, H, W) float32/float64 array."""
+    array(fn, name, x, writable, LAYER_FLOATS)
+    if x.ndim != 4:
+        raise ShapeError(f"{fn}: {name} must be (N, C, H, W), got shape {x.shape}")
+    return x
+
+
+def output(fn, out, shape, dtype, inputs, name="out"):
+    """out, or a new array: checked for shape, dtype, writability and sharing no input."""
+    if out is None:
+        return np.empty(shape, dtype)
+    array(fn, name, out, writable=True, dtypes=(np.dtype(dtype),))
+    if out.shape != tuple(shape):
+        raise ShapeError(f"{fn}: {name} has shape {out.shape}, expected {tuple(shape)}")
+    for in_name, x in inputs:
+        apart(fn, name, out, in_name, x)
+    return out
+
+
+def im2col(x, kernel, stride, pad, dilate, out, nthreads):
+    """Check im2col's arguments; return (window, out, threads)."""
+    fn = "im2col"
+    image(fn, "x", x)
+    win = window2d(fn, kernel, stride, pad, dilate)
+    oh, ow = conv_out_size(fn, x.shape[2:], win)
+    n, c = x.shape[:2]
+    out = output(fn, out, (c * win[0] * win[1], n * oh * ow), x.dtype, [("x", x)])
+    return win, out, layer_threads(fn, out.size, nthreads)
+
+
+def col2im(cols, shape, kernel, stride, pad, dilate, out, nthreads):
+    """Check col2im's arguments; return (window, out, threads)."""
+    fn = "col2im"
+    array(fn, "cols", cols, dtypes=LAYER_FLOATS)
+    shape = _shape4(fn, shape)
+    win = window2d(fn, kernel, stride, pad, dilate)
+    oh, ow = conv_out_size(fn, shape[2:], win)
+    want = (shape[1] * win[0] * win[1], shape[0] * oh * ow)
+    if cols.shape != want:
+        raise ShapeError(f"{fn}: cols has shape {cols.shape} but image {shape} with kernel "
+                         f"{win[:2]} needs {want}")
+    out = output(fn, out, shape, cols.dtype, [("cols", cols)])
+    return win, out, layer_threads(fn, cols.size, nthreads)
+
+
+def swap01(src, bias, out, nthreads):
+    """Check swap01's arguments; return (out, threads)."""
+    fn = "swap01"
+    array(fn, "src", src, dtypes=LAYER_FLOATS)
+    if src.ndim != 3:
+        raise ShapeError(f"{fn}: src must have 3 axes (A, B, R), got shape {src.shape}")
+    if bias is not None:
+        array(fn, "bias", bias, dtypes=LAYER_FLOATS)
+        like(fn, "bias", bias, "src's axis 0", np.empty(src.shape[:1], src.dtype))
+    a, b, r = src.shape
+    out = output(fn, out, (b, a, r), src.dtype, [("src", src)] +
+                 ([("bias", bias)] if bias is not None else []))
+    return out, layer_threads(fn, src.size, nthreads)
+
+
+def pool_out_size(fn, size, win, convention="valid"):
+    """Output (oh, ow) of max pooling: floor (valid) or ceil (full) of the window count."""
+    if convention not in ("valid", "full"):
+        raise ValueError(f"{fn}: convention must be 'valid' or 'full', got {convention!r}")
+    kh, kw, sh, sw, ph, pw = win[:6]
+    if any(k > n + 2 * p for k, n, p in zip((kh, kw), size, (ph, pw))):
+        raise ShapeError(f"{fn}: kernel ({kh}, {kw}) does not fit an image of spatial shape "
+                         f"{tuple(size)} padded by ({ph}, {pw})")
+    up = convention == "full"
+    return tuple(-(-(n + 2 * p - k) // s) + 1 if up else (n + 2 * p - k) // s + 1
+                 for n, k, s, p in zip(size, (kh, kw), (sh, sw), (ph, pw)))
+
+
+def max_pool2d(x, kernel, stride, pad, convention, nthreads):
+    """Check max_pool2d's arguments; return (window, out, argmax, threads)."""
+    fn = "max_pool2d"
+    image(fn, "x", x)
+    win = window2d(fn, kernel, stride, pad)
+    if x.shape[2] * x.shape[3] > np.iinfo(INDEX).max:
+        raise ShapeError(f"{fn}: feature maps of {x.shape[2] * x.shape[3]} elements do not "
+                         "fit int32 argmax positions")
+    oh, ow = pool_out_size(fn, x.shape[2:], win, convention)
+    shape = x.shape[:2] + (oh, ow)
+    return win, np.empty(shape, x.dtype), np.empty(shape, INDEX), \
+        layer_threads(fn, x.size, nthreads)
+
+
+def max_pool2d_backward(dy, argmax, size, out, nthreads):
+    """Check max_pool2d_backward's arguments; return (out, threads)."""
+    fn = "max_pool2d_backward"
+    image(fn, "dy", dy)
+    array(fn, "argmax", argmax, dtypes=(INDEX,))
+    if argmax.shape != dy.shape:
+        raise ShapeError(f"{fn}: argmax has shape {argmax.shape} but dy has {dy.shape}")
+    h, w = (int(v) for v in size)
+    if argmax.size and (argmax.min() < -1 or argmax.max() >= h * w):
+        raise ValueError(f"{fn}: argmax holds positions outside [-1, {h * w}) for input "
+                         f"maps of {h}x{w}; help: pass the argmax max_pool2d returned")
+    out = output(fn, out, dy.shape[:2] + (h, w), dy.dtype, [("dy", dy), ("argmax", argmax)])
+    return out, layer_threads(fn, out.size, nthreads)
+
+
+def channels(fn, x):
+    """A C-contiguous (outer, C, inner) float32/float64 array."""
+    array(fn, "x", x, dtypes=LAYER_FLOATS)
+    if x.ndim != 3:
+        raise ShapeError(f"{fn}: x must be (outer, C, inner), got shape {x.shape}; help: "
+                         "reshape to (prod(shape[:axis]), C, prod(shape[axis+1:]))")
+    return x
+
+
+def per_channel(fn, x, named):
+    """Check that each (name, vector) is a contiguous (C,) array of x's dtype."""
+    for name, v in named:
+        array(fn, name, v, dtypes=LAYER_FLOATS)
+        like(fn, name, v, f"x's channels", np.empty(x.shape[1:2], x.dtype))
+
+
+def batch_norm_stats(x, nthreads):
+    fn = "batch_norm_stats"
+    channels(fn, x)
+    return layer_threads(fn, x.size, nthreads)
+
+
+def batch_norm_forward(x, mean, scale, shift, out, nthreads):
+    fn = "batch_norm_forward"
+    channels(fn, x)
+    per_channel(fn, x, (("mean", mean), ("scale", scale), ("shift", shift)))
+    out = output(fn, out, x.shape, x.dtype, [("x", x)])
+    return out, layer_threads(fn, x.size, nthreads)
+
+
+def batch_norm_sums(x, dy, mean, nthreads):
+    fn = "batch_norm_sums"
+    channels(fn, x)
+    array(fn, "dy", dy, dtypes=LAYER_FLOATS)
+    like(fn, "dy", dy, "x", x)
+    per_channel(fn, x, (("mean", mean),))
+    return layer_threads(fn, x.size, nthreads)
+
+
+def batch_norm_backward(x, dy, mean, a, b, k, out, nthreads):
+    fn = "batch_norm_backward"
+    channels(fn, x)
+    array(fn, "dy", dy, dtypes=LAYER_FLOATS)
+    like(fn, "dy", dy, "x", x)
+    per_channel(fn, x, (("mean", mean), ("a", a), ("b", b), ("k", k)))
+    out = output(fn, out, x.shape, x.dtype, [("x", x), ("dy", dy)])
+    return out, layer_threads(fn, x.size, nthreads)
+
+
+def relu(fn, x, dy, out, nthreads):
+    """Check relu / relu_backward arguments; return (out, threads)."""
+    array(fn, "x", x, dtypes=LAYER_FLOATS)
+    inputs = [("x", x)]
+    if dy is not None:
+        array(fn, "dy", dy, dtypes=LAYER_FLOATS)
+        like(fn, "dy", dy, "x", x)
+        inputs.append(("dy", dy))
+    out = output(fn, out, x.shape, x.dtype, inputs)
+    return out, layer_threads(fn, x.size, nthreads)
+
+
+def winograd_tiles(oh, ow):
+    """(th, tw): the 2x2 output tiles of Winograd F(2x2, 3x3) over an oh x ow output."""
+    return (oh + 1) // 2, (ow + 1) // 2
+
+
+def _winograd_image(fn, x, pad):
+    """(pad pair, output size) of a 3x3 stride-1 convolution over image x."""
+    ph, pw = _pair(fn, "pad", pad, 0)
+    oh, ow = x.shape[2] + 2 * ph - 2, x.shape[3] + 2 * pw - 2
+    if min(oh, ow) < 1:
+        raise ShapeError(f"{fn}: a 3x3 kernel does not fit an image of spatial shape "
+                         f"{x.shape[2:]} padded by ({ph}, {pw})")
+    return (ph, pw), (oh, ow)
+
+
+def _winograd_planes(fn, name, planes, c, n, size):
+    """Check that `planes` holds the (16, c, n*th*tw) transforms of an output of `size`."""
+    array(fn, name, planes, dtypes=LAYER_FLOATS)
+    th, tw = winograd_tiles(*size)
+    want = (16, c, n * th * tw)
+    if planes.shape != want:
+        raise ShapeError(f"{fn}: {name} has shape {planes.shape} but {n} sample(s) with {c} "
+                         f"channels and a {size[0]}x{size[1]} output need {want}")
+
+
+def winograd_input(x, pad, out, nthreads):
+    """Check winograd_input's arguments; return (pad, out, threads)."""
+    fn = "winograd_input"
+    image(fn, "x", x)
+    pad, size = _winograd_image(fn, x, pad)
+    th, tw = winograd_tiles(*size)
+    out = output(fn, out, (16, x.shape[1], x.shape[0] * th * tw), x.dtype, [("x", x)])
+    return pad, out, layer_threads(fn, out.size, nthreads)
+
+
+def winograd_output(m, shape, bias, out, nthreads):
+    """Check winograd_output's arguments; return (out, threads)."""
+    fn = "winograd_output"
+    n, f, oh, ow = _shape4(fn, shape)
+    _winograd_planes(fn, "m", m, f, n, (oh, ow))
+    inputs = [("m", m)]
+    if bias is not None:
+        array(fn, "bias", bias, dtypes=LAYER_FLOATS)
+        like(fn, "bias", bias, "the output's channels", np.empty(f, m.dtype))
+        inputs.append(("bias", bias))
+    out = output(fn, out, (n, f, oh, ow), m.dtype, inputs)
+    return out, layer_threads(fn, m.size, nthreads)
+
+
+def winograd_output_adjoint(dy, out, nthreads):
+    """Check winograd_output_adjoint's arguments; return (out, threads)."""
+    fn = "winograd_output_adjoint"
+    image(fn, "dy", dy)
+    th, tw = winograd_tiles(*dy.shape[2:])
+    out = output(fn, out, (16, dy.shape[1], dy.shape[0] * th * tw), dy.dtype, [("dy", dy)])
+    return out, layer_threads(fn, out.size, nthreads)
+
+
+def winograd_input_adjoint(dv, shape, pad, out, nthreads):
+    """Check winograd_input_adjoint's arguments; return (pad, out, threads)."""
+    fn = "winograd_input_adjoint"
+    shape = _shape4(fn, shape)
+    pad, size = _winograd_image(fn, np.empty((0, 0) + shape[2:]), pad)
+    _winograd_planes(fn, "dv", dv, shape[1], shape[0], size)
+    out = output(fn, out, shape, dv.dtype, [("dv", dv)])
+    return pad, out, layer_threads(fn, dv.size, nthreads)

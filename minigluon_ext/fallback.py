@@ -7,6 +7,7 @@ bit layout described in `minigluon_ext`.  It ignores `nthreads`: the C code's re
 not depend on how the work is split.
 """
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from . import _checks as check
 
@@ -111,6 +112,225 @@ def f32_to_f16(src, out, nthreads=None):
     with np.errstate(all="ignore"):
         np.copyto(out, src, casting="same_kind")
     return out
+
+
+def im2col(x, kernel, stride=(1, 1), pad=(0, 0), dilate=(1, 1), out=None, nthreads=None):
+    """Columns (C*kh*kw, N*oh*ow) of an (N, C, H, W) image, in NumPy."""
+    win, out, _ = check.im2col(x, kernel, stride, pad, dilate, out, nthreads)
+    kh, kw, sh, sw, ph, pw, dh, dw = win
+    (n, c), (oh, ow) = x.shape[:2], check.conv_out_size("im2col", x.shape[2:], win)
+    grid = _padded(x, ph, pw, 0)
+    s = grid.strides
+    taps = as_strided(grid, (c, kh, kw, n, oh, ow),
+                      (s[1], s[2] * dh, s[3] * dw, s[0], s[2] * sh, s[3] * sw))
+    out.reshape(taps.shape)[...] = taps
+    return out
+
+
+def col2im(cols, shape, kernel, stride=(1, 1), pad=(0, 0), dilate=(1, 1), out=None,
+           nthreads=None):
+    """The (N, C, H, W) image summing the columns back onto it, tap by tap, in NumPy."""
+    win, out, _ = check.col2im(cols, shape, kernel, stride, pad, dilate, out, nthreads)
+    kh, kw, sh, sw, ph, pw, dh, dw = win
+    (n, c, h, w), (oh, ow) = out.shape, check.conv_out_size("col2im", out.shape[2:], win)
+    grid = np.zeros((n, c, h + 2 * ph, w + 2 * pw), cols.dtype)
+    taps = cols.reshape(c, kh, kw, n, oh, ow)
+    for i in range(kh):
+        for j in range(kw):
+            rows = slice(i * dh, i * dh + sh * (oh - 1) + 1, sh)
+            columns = slice(j * dw, j * dw + sw * (ow - 1) + 1, sw)
+            grid[:, :, rows, columns] += taps[:, i, j].transpose(1, 0, 2, 3)
+    out[...] = grid[:, :, ph:ph + h, pw:pw + w]
+    return out
+
+
+def swap01(src, bias=None, out=None, nthreads=None):
+    """(A, B, R) -> (B, A, R), plus bias[a] when given, in NumPy."""
+    out, _ = check.swap01(src, bias, out, nthreads)
+    moved = src.transpose(1, 0, 2)
+    if bias is None:
+        out[...] = moved
+    else:
+        np.add(moved, bias[None, :, None], out=out)
+    return out
+
+
+def max_pool2d(x, kernel, stride=(1, 1), pad=(0, 0), convention="valid", nthreads=None):
+    """(max-pooled x, int32 argmax positions), in NumPy: first NaN, else first maximum."""
+    win, out, argmax, _ = check.max_pool2d(x, kernel, stride, pad, convention, nthreads)
+    kh, kw, sh, sw, ph, pw = win[:6]
+    (n, c, h, w), (oh, ow) = x.shape, out.shape[2:]
+    # pad with -inf far enough for 'full' windows; `inside` marks the real elements
+    eh, ew = sh * (oh - 1) + kh - h - ph, sw * (ow - 1) + kw - w - pw
+    grid = np.full((n, c, ph + h + max(eh, 0), pw + w + max(ew, 0)), -np.inf, x.dtype)
+    grid[:, :, ph:ph + h, pw:pw + w] = x
+    inside = np.zeros(grid.shape[2:], bool)
+    inside[ph:ph + h, pw:pw + w] = True
+    values = _windows(grid, kh, kw, sh, sw, oh, ow)
+    valid = _windows(inside, kh, kw, sh, sw, oh, ow)
+    with np.errstate(invalid="ignore"):
+        top = values.max(axis=-1, keepdims=True)
+    hit = valid & ((values == top) | (np.isnan(values) & np.isnan(top)))
+    first, found = hit.argmax(axis=-1), hit.any(axis=-1)
+    rows = np.arange(oh)[:, None] * sh - ph + first // kw
+    cols = np.arange(ow)[None, :] * sw - pw + first % kw
+    argmax[...] = np.where(found, rows * w + cols, -1)
+    picked = np.take_along_axis(x.reshape(n, c, h * w),
+                                np.maximum(argmax, 0).reshape(n, c, oh * ow), axis=-1)
+    out[...] = np.where(found, picked.reshape(out.shape), -np.inf)
+    return out, argmax
+
+
+def _windows(grid, kh, kw, sh, sw, oh, ow):
+    """(..., oh, ow, kh*kw) copies of the pooling windows of the last two axes of grid."""
+    s = grid.strides
+    view = as_strided(grid, grid.shape[:-2] + (oh, ow, kh, kw),
+                      s[:-2] + (s[-2] * sh, s[-1] * sw, s[-2], s[-1]))
+    return view.reshape(grid.shape[:-2] + (oh, ow, kh * kw))
+
+
+def max_pool2d_backward(dy, argmax, size, out=None, nthreads=None):
+    """Gradient of max pooling, dy added in window order at each argmax, in NumPy."""
+    out, _ = check.max_pool2d_backward(dy, argmax, size, out, nthreads)
+    planes = dy.shape[0] * dy.shape[1]
+    flat = out.reshape(planes, out.shape[2] * out.shape[3])
+    flat[...] = 0
+    am = argmax.reshape(planes, dy.shape[2] * dy.shape[3])
+    plane = np.broadcast_to(np.arange(planes)[:, None], am.shape)
+    keep = am >= 0
+    np.add.at(flat, (plane[keep], am[keep]), dy.reshape(am.shape)[keep])
+    return out
+
+
+def winograd_input(x, pad=(1, 1), out=None, nthreads=None):
+    """Winograd F(2x2, 3x3) input tiles B^T d B, (16, C, N*th*tw), in NumPy."""
+    (ph, pw), out, _ = check.winograd_input(x, pad, out, nthreads)
+    n, c, h, w = x.shape
+    th, tw = check.winograd_tiles(h + 2 * ph - 2, w + 2 * pw - 2)
+    grid = np.zeros((n, c, 2 * th + 2, 2 * tw + 2), x.dtype)
+    grid[:, :, ph:ph + h, pw:pw + w] = x
+    s = grid.strides
+    d = as_strided(grid, (n, c, th, tw, 4, 4), s[:2] + (2 * s[2], 2 * s[3], s[2], s[3]))
+    d = d.transpose(4, 5, 1, 0, 2, 3)               # d[i][j]: (c, n, th, tw)
+    t = (d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3])
+    planes = out.reshape(4, 4, c, n, th, tw)
+    for i, ti in enumerate(t):
+        planes[i, 0], planes[i, 1] = ti[0] - ti[2], ti[1] + ti[2]
+        planes[i, 2], planes[i, 3] = ti[2] - ti[1], ti[1] - ti[3]
+    return out
+
+
+def winograd_output(m, shape, bias=None, out=None, nthreads=None):
+    """The (N, F, oh, ow) output A^T M A (+ bias) of Winograd products m, in NumPy."""
+    out, _ = check.winograd_output(m, shape, bias, out, nthreads)
+    n, f, oh, ow = out.shape
+    th, tw = check.winograd_tiles(oh, ow)
+    m = m.reshape(4, 4, f, n, th, tw)
+    s = ((m[0] + m[1]) + m[2], (m[1] - m[2]) - m[3])  # s[i][j]: (f, n, th, tw)
+    full = np.empty((n, f, 2 * th, 2 * tw), m.dtype)
+    for i, si in enumerate(s):
+        for j, o in enumerate(((si[0] + si[1]) + si[2], (si[1] - si[2]) - si[3])):
+            o = o.transpose(1, 0, 2, 3)
+            full[:, :, i::2, j::2] = o if bias is None else o + bias[None, :, None, None]
+    out[...] = full[:, :, :oh, :ow]
+    return out
+
+
+def winograd_output_adjoint(dy, out=None, nthreads=None):
+    """A dY A^T of every output tile of dy, (16, F, N*th*tw), in NumPy."""
+    out, _ = check.winograd_output_adjoint(dy, out, nthreads)
+    n, f, oh, ow = dy.shape
+    th, tw = check.winograd_tiles(oh, ow)
+    g = np.zeros((n, f, 2 * th, 2 * tw), dy.dtype)
+    g[:, :, :oh, :ow] = dy
+    e0, e1 = ([g[:, :, i::2, j::2].transpose(1, 0, 2, 3) for j in range(2)] for i in range(2))
+    r = (e0, [a + b for a, b in zip(e0, e1)], [a - b for a, b in zip(e0, e1)], [-b for b in e1])
+    planes = out.reshape(4, 4, f, n, th, tw)
+    for i, (r0, r1) in enumerate(r):
+        planes[i, 0], planes[i, 1], planes[i, 2], planes[i, 3] = r0, r0 + r1, r0 - r1, -r1
+    return out
+
+
+def winograd_input_adjoint(dv, shape, pad=(1, 1), out=None, nthreads=None):
+    """The image of `shape` summing B dV B^T of every tile (in tile order), in NumPy."""
+    (ph, pw), out, _ = check.winograd_input_adjoint(dv, shape, pad, out, nthreads)
+    n, c, h, w = out.shape
+    th, tw = check.winograd_tiles(h + 2 * ph - 2, w + 2 * pw - 2)
+    v = dv.reshape(4, 4, c, n, th, tw)
+    r = ((v[0]), (v[1] - v[2]) + v[3], (v[1] + v[2]) - v[0], -v[3])  # r[i][j]
+    dd = [(ri[0], (ri[1] - ri[2]) + ri[3], (ri[1] + ri[2]) - ri[0], -ri[3]) for ri in r]
+    grid = np.zeros((n, c, 2 * th + 2, 2 * tw + 2), dv.dtype)
+    # last tile offset first: every element then receives its tiles in tile order
+    for i in range(3, -1, -1):
+        for j in range(3, -1, -1):
+            grid[:, :, i:i + 2 * th:2, j:j + 2 * tw:2] += dd[i][j].transpose(1, 0, 2, 3)
+    out[...] = grid[:, :, ph:ph + h, pw:pw + w]
+    return out
+
+
+def _per_channel(v):
+    return v[None, :, None]
+
+
+def batch_norm_stats(x, nthreads=None):
+    """Per-channel (mean, biased variance) of (outer, C, inner) data, float64, in NumPy."""
+    check.batch_norm_stats(x, nthreads)
+    count = x.shape[0] * x.shape[2]
+    if count == 0:
+        return np.zeros(x.shape[1]), np.zeros(x.shape[1])
+    wide = x.astype(np.float64)
+    mean = wide.sum(axis=(0, 2)) / count
+    dev = wide - _per_channel(mean)
+    return mean, (dev * dev).sum(axis=(0, 2)) / count
+
+
+def batch_norm_forward(x, mean, scale, shift, out=None, nthreads=None):
+    """out = (x - mean) * scale + shift per channel, in NumPy."""
+    out, _ = check.batch_norm_forward(x, mean, scale, shift, out, nthreads)
+    np.subtract(x, _per_channel(mean), out=out)
+    np.multiply(out, _per_channel(scale), out=out)
+    np.add(out, _per_channel(shift), out=out)
+    return out
+
+
+def batch_norm_sums(x, dy, mean, nthreads=None):
+    """Per-channel (sum of dy, sum of dy * (x - mean)), float64, in NumPy."""
+    check.batch_norm_sums(x, dy, mean, nthreads)
+    wide = dy.astype(np.float64)
+    dev = x.astype(np.float64) - _per_channel(mean.astype(np.float64))
+    return wide.sum(axis=(0, 2)), (wide * dev).sum(axis=(0, 2))
+
+
+def batch_norm_backward(x, dy, mean, a, b, k, out=None, nthreads=None):
+    """out = (dy * a + (x - mean) * b) + k per channel, in NumPy."""
+    out, _ = check.batch_norm_backward(x, dy, mean, a, b, k, out, nthreads)
+    dev = x - _per_channel(mean)
+    np.multiply(dev, _per_channel(b), out=dev)
+    np.multiply(dy, _per_channel(a), out=out)
+    np.add(out, dev, out=out)
+    np.add(out, _per_channel(k), out=out)
+    return out
+
+
+def relu(x, out=None, nthreads=None):
+    """max(x, 0) with NaN kept, in NumPy."""
+    out, _ = check.relu("relu", x, None, out, nthreads)
+    return np.maximum(x, 0, out=out)
+
+
+def relu_backward(x, dy, out=None, nthreads=None):
+    """dy * (x > 0), in NumPy."""
+    out, _ = check.relu("relu_backward", x, dy, out, nthreads)
+    with np.errstate(invalid="ignore"):       # inf * 0 is NaN, quietly, as in C
+        return np.multiply(dy, x > 0, out=out)
+
+
+def _padded(x, ph, pw, fill):
+    if not (ph or pw):
+        return x
+    grid = np.full(x.shape[:2] + (x.shape[2] + 2 * ph, x.shape[3] + 2 * pw), fill, x.dtype)
+    grid[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]] = x
+    return grid
 
 
 def pack_codes(codes, out):

@@ -2,6 +2,8 @@
 
 Importing this module raises ImportError when the extension was not built.
 """
+import numpy as np
+
 from . import _checks as check
 from . import _kernels
 
@@ -53,6 +55,114 @@ def f32_to_f16(src, out, nthreads=None):
     """out = src rounded from float32 to float16 (nearest even), in C."""
     threads = check.convert("f32_to_f16", src, out, "float32", "float16", nthreads)
     _kernels.f32_to_f16(src, out, threads)
+    return out
+
+
+def im2col(x, kernel, stride=(1, 1), pad=(0, 0), dilate=(1, 1), out=None, nthreads=None):
+    """Columns (C*kh*kw, N*oh*ow) of an (N, C, H, W) image, in C."""
+    win, out, threads = check.im2col(x, kernel, stride, pad, dilate, out, nthreads)
+    _kernels.im2col(x, out, *win, threads)
+    return out
+
+
+def col2im(cols, shape, kernel, stride=(1, 1), pad=(0, 0), dilate=(1, 1), out=None,
+           nthreads=None):
+    """The (N, C, H, W) image summing the columns back onto it, in C."""
+    win, out, threads = check.col2im(cols, shape, kernel, stride, pad, dilate, out, nthreads)
+    _kernels.col2im(cols, out, *win, threads)
+    return out
+
+
+def swap01(src, bias=None, out=None, nthreads=None):
+    """(A, B, R) -> (B, A, R), plus bias[a] when given, in C."""
+    out, threads = check.swap01(src, bias, out, nthreads)
+    _kernels.swap01(src, bias, out, threads)
+    return out
+
+
+def max_pool2d(x, kernel, stride=(1, 1), pad=(0, 0), convention="valid", nthreads=None):
+    """(max-pooled x, int32 argmax positions), in C."""
+    win, out, argmax, threads = check.max_pool2d(x, kernel, stride, pad, convention, nthreads)
+    _kernels.max_pool2d(x, out, argmax, *win[:6], threads)
+    return out, argmax
+
+
+def max_pool2d_backward(dy, argmax, size, out=None, nthreads=None):
+    """Gradient of max pooling for an input of spatial `size`, in C."""
+    out, threads = check.max_pool2d_backward(dy, argmax, size, out, nthreads)
+    _kernels.max_pool2d_backward(dy, argmax, out, threads)
+    return out
+
+
+def winograd_input(x, pad=(1, 1), out=None, nthreads=None):
+    """Winograd F(2x2, 3x3) input tiles B^T d B, (16, C, N*th*tw), in C."""
+    (ph, pw), out, threads = check.winograd_input(x, pad, out, nthreads)
+    _kernels.winograd(0, x, out, None, ph, pw, threads)
+    return out
+
+
+def winograd_output(m, shape, bias=None, out=None, nthreads=None):
+    """The (N, F, oh, ow) output A^T M A (+ bias) of Winograd products m, in C."""
+    out, threads = check.winograd_output(m, shape, bias, out, nthreads)
+    _kernels.winograd(1, m, out, bias, 0, 0, threads)
+    return out
+
+
+def winograd_output_adjoint(dy, out=None, nthreads=None):
+    """A dY A^T of every output tile of dy, (16, F, N*th*tw), in C."""
+    out, threads = check.winograd_output_adjoint(dy, out, nthreads)
+    _kernels.winograd(2, dy, out, None, 0, 0, threads)
+    return out
+
+
+def winograd_input_adjoint(dv, shape, pad=(1, 1), out=None, nthreads=None):
+    """The image of `shape` summing B dV B^T of every tile, in C."""
+    (ph, pw), out, threads = check.winograd_input_adjoint(dv, shape, pad, out, nthreads)
+    _kernels.winograd(3, dv, out, None, ph, pw, threads)
+    return out
+
+
+def batch_norm_stats(x, nthreads=None):
+    """Per-channel (mean, biased variance) of (outer, C, inner) data, float64, in C."""
+    threads = check.batch_norm_stats(x, nthreads)
+    mean, var = np.empty(x.shape[1]), np.empty(x.shape[1])
+    _kernels.batch_norm(0, x, None, None, None, None, None, None, mean, var, threads)
+    return mean, var
+
+
+def batch_norm_forward(x, mean, scale, shift, out=None, nthreads=None):
+    """out = (x - mean) * scale + shift per channel, in C."""
+    out, threads = check.batch_norm_forward(x, mean, scale, shift, out, nthreads)
+    _kernels.batch_norm(1, x, None, mean, scale, shift, None, out, None, None, threads)
+    return out
+
+
+def batch_norm_sums(x, dy, mean, nthreads=None):
+    """Per-channel (sum of dy, sum of dy * (x - mean)), float64, in C."""
+    threads = check.batch_norm_sums(x, dy, mean, nthreads)
+    s1, s2 = np.empty(x.shape[1]), np.empty(x.shape[1])
+    _kernels.batch_norm(2, x, dy, mean, None, None, None, None, s1, s2, threads)
+    return s1, s2
+
+
+def batch_norm_backward(x, dy, mean, a, b, k, out=None, nthreads=None):
+    """out = (dy * a + (x - mean) * b) + k per channel, in C."""
+    out, threads = check.batch_norm_backward(x, dy, mean, a, b, k, out, nthreads)
+    _kernels.batch_norm(3, x, dy, mean, a, b, k, out, None, None, threads)
+    return out
+
+
+def relu(x, out=None, nthreads=None):
+    """max(x, 0) with NaN kept, in C."""
+    out, threads = check.relu("relu", x, None, out, nthreads)
+    _kernels.relu(x, None, out, threads)
+    return out
+
+
+def relu_backward(x, dy, out=None, nthreads=None):
+    """dy * (x > 0), in C."""
+    out, threads = check.relu("relu_backward", x, dy, out, nthreads)
+    _kernels.relu(x, dy, out, threads)
     return out
 
 

@@ -16,16 +16,11 @@ import numpy as np
 from ..base import MXNetError, ShapeError, DTypeError
 from ..ndarray import NDArray
 
-__all__ = ["KVStoreBase", "KVStoreError", "KVStoreNotBuiltError", "group_key_values",
-           "check_compression_params"]
+__all__ = ["KVStoreBase", "KVStoreError", "group_key_values", "check_compression_params"]
 
 
 class KVStoreError(MXNetError, ValueError):
     """A kvstore used the wrong way: an unknown or uninitialized key, a bad value..."""
-
-
-class KVStoreNotBuiltError(MXNetError, NotImplementedError):
-    """A kvstore type that minigluon names but does not provide yet."""
 
 
 class KVStoreBase:

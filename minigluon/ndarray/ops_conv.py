@@ -1,6 +1,9 @@
 """Convolution, Deconvolution and Pooling on channel-first data: NCW, NCHW and NCDHW.
 
-Convolution is im2col plus one batched matmul. The column matrix comes in one of two layouts
+Convolution is im2col plus one batched matmul. On host (NumPy) float32/float64 arrays, 2-D
+convolution and max pooling run on minigluon_ext's multi-threaded C kernels (`_HostConv`,
+`_host_max_pool`): columns (C*kh*kw, n*P) for a few samples at a time, one matmul per chunk.
+Elsewhere (CuPy, 1-D and 3-D, float16) the column matrix comes in one of two layouts
 (`_Columns`): batch-outer columns (N, K, P) give NCHW outputs straight from the matmul;
 batch-inner columns (K, P*N) keep rows long and contiguous, which makes im2col and col2im
 fast on small feature maps at the price of transposing inputs and outputs. Deconvolution is
@@ -14,12 +17,19 @@ import math
 
 import numpy as np
 
+import minigluon_ext as ext
+
 from ..base import MXNetError, ShapeError
 from .registry import register
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 # below this output row length, batch-inner columns win (measured on LeNet-sized layers)
 _SHORT_ROW = 16
+# host arrays use the C kernels (tests turn this off to compare with the NumPy path)
+_HOST_KERNELS = True
+# host convolutions build the columns of this many bytes at a time, so they are still in
+# cache when the matmul reads them
+_CHUNK_BYTES = 4 << 20
 
 
 # ---- attributes and geometry -------------------------------------------------------------
@@ -195,6 +205,146 @@ class _Columns:
             (slice(None), slice(None)) + per_axis
 
 
+def _on_host(xp, win, *arrays):
+    """True for 2-D windows over host arrays (None: absent) of one dtype the C kernels take."""
+    arrays = [a for a in arrays if a is not None]
+    return (_HOST_KERNELS and xp is np and len(win.kernel) == 2 and
+            all(isinstance(a, np.ndarray) and a.dtype == arrays[0].dtype for a in arrays)
+            and arrays[0].dtype in ext.LAYER_DTYPES)
+
+
+class _HostConv:
+    """2-D convolution of host arrays with minigluon_ext's kernels, a chunk of samples at a time.
+
+    A chunk of n samples has columns (C*kh*kw, n*P) (`ext.im2col`) and matmul rows
+    (F, n*P); `ext.swap01` turns rows into the NCHW output and dy into rows, `ext.col2im`
+    sums columns back onto the data gradient. The weight gradient adds the chunks' products.
+    """
+
+    def __init__(self, win, groups, channels, dtype):
+        self.win, self.groups, self.channels = win, groups, channels
+        self.geometry = dict(kernel=win.kernel, stride=win.stride, pad=win.pad,
+                             dilate=win.dilate)
+        self.p = math.prod(win.out)
+        per_sample = channels * math.prod(win.kernel) * self.p * np.dtype(dtype).itemsize
+        self.step = max(1, _CHUNK_BYTES // per_sample)
+
+    def forward(self, x, w, bias=None):
+        """The convolution of x (N, C, H, W) with w: (N, F, *out), plus bias."""
+        x, f = np.ascontiguousarray(x), w.shape[0]
+        out = np.empty((x.shape[0], f) + self.win.out, x.dtype)
+        w3 = self._weights(w)
+        for a, b in self._chunks(x.shape[0]):
+            rows = w3 @ self._im2col(x[a:b])
+            ext.swap01(rows.reshape(f, b - a, self.p), bias,
+                       out=out[a:b].reshape(b - a, f, self.p))
+        return out
+
+    def backward(self, dy, x, w, need_x=True, need_w=True):
+        """(gradient for x, gradient for w) of sum(dy * forward(x, w)); None where not needed."""
+        dy = np.ascontiguousarray(dy, dtype=w.dtype)
+        dx = np.empty((dy.shape[0], self.channels) + self.win.size, w.dtype) if need_x else None
+        dw, w3 = None, self._weights(w)
+        for a, b in self._chunks(dy.shape[0]):
+            rows = self._rows(dy[a:b])
+            if need_x:
+                cols = w3.swapaxes(-1, -2) @ rows
+                ext.col2im(cols.reshape(-1, cols.shape[-1]), dx[a:b].shape, **self.geometry,
+                           out=dx[a:b])
+            if need_w:
+                part = rows @ self._im2col(np.ascontiguousarray(x[a:b])).swapaxes(-1, -2)
+                dw = part if dw is None else np.add(dw, part, out=dw)
+        return dx, (dw.reshape(w.shape) if need_w else None)
+
+    def _im2col(self, x):
+        cols = ext.im2col(x, **self.geometry)
+        return cols.reshape(self.groups, -1, cols.shape[1]) if self.groups > 1 else cols
+
+    def _rows(self, y):
+        rows = ext.swap01(y.reshape(y.shape[0], y.shape[1], -1))
+        rows = rows.reshape(rows.shape[0], -1)
+        return rows.reshape(self.groups, -1, rows.shape[1]) if self.groups > 1 else rows
+
+    def _weights(self, w):
+        w = np.ascontiguousarray(w)
+        return w.reshape(self.groups, w.shape[0] // self.groups, -1) if self.groups > 1 \
+            else w.reshape(w.shape[0], -1)
+
+    def _chunks(self, n):
+        return ((a, min(a + self.step, n)) for a in range(0, n, self.step))
+
+
+# Winograd F(2x2, 3x3) weight transform U = G g G^T, on flattened 3x3 kernels: kron(G, G)
+_WINOGRAD_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+_WINOGRAD_GG = np.kron(_WINOGRAD_G, _WINOGRAD_G)
+
+
+class _HostWinograd(_HostConv):
+    """3x3 stride-1 convolution of host arrays by Winograd F(2x2, 3x3), 2.25x fewer products.
+
+    Per chunk of samples: input tiles V = ext.winograd_input (16, C, T), 16 matmuls
+    M = U @ V with the transformed weight U (16, F, C), output ext.winograd_output. Backward
+    takes dM = ext.winograd_output_adjoint(dy), dV = U^T @ dM back through
+    ext.winograd_input_adjoint, and dU = dM @ V^T back through the weight transform.
+    """
+
+    def __init__(self, win, channels, dtype):
+        super().__init__(win, 1, channels, dtype)
+        th, tw = ext.winograd_tiles(*win.out)
+        self.step = max(1, _CHUNK_BYTES // (16 * channels * th * tw * np.dtype(dtype).itemsize))
+
+    @staticmethod
+    def applies(win, groups):
+        return (win.kernel == (3, 3) and win.stride == (1, 1) and win.dilate == (1, 1)
+                and groups == 1)
+
+    def forward(self, x, w, bias=None):
+        x, u = np.ascontiguousarray(x), self._transform(w)
+        self.u = (w, u)                                   # backward reuses it
+        out = np.empty((x.shape[0], w.shape[0]) + self.win.out, x.dtype)
+        for a, b in self._chunks(x.shape[0]):
+            m = u @ ext.winograd_input(x[a:b], self.win.pad)
+            ext.winograd_output(m, out[a:b].shape, bias, out=out[a:b])
+        return out
+
+    def backward(self, dy, x, w, need_x=True, need_w=True):
+        kept = getattr(self, "u", None)
+        u = kept[1] if kept is not None and kept[0] is w else self._transform(w)
+        dy = np.ascontiguousarray(dy, dtype=w.dtype)
+        dx = np.empty((dy.shape[0], self.channels) + self.win.size, w.dtype) if need_x else None
+        du = None
+        for a, b in self._chunks(dy.shape[0]):
+            dm = ext.winograd_output_adjoint(dy[a:b])
+            if need_x:
+                ext.winograd_input_adjoint(u.swapaxes(1, 2) @ dm, dx[a:b].shape, self.win.pad,
+                                           out=dx[a:b])
+            if need_w:
+                v = ext.winograd_input(np.ascontiguousarray(x[a:b]), self.win.pad)
+                part = dm @ v.swapaxes(1, 2)
+                du = part if du is None else np.add(du, part, out=du)
+        return dx, (self._transform_grad(du) if need_w else None)
+
+    @staticmethod
+    def _transform(w):
+        """U (16, F, C): U[4i + j, f, c] = (G w[f, c] G^T)[i, j], as one matmul."""
+        f, c = w.shape[:2]
+        w2 = np.ascontiguousarray(w).reshape(f * c, 9)
+        return (_WINOGRAD_GG.astype(w.dtype) @ w2.T).reshape(16, f, c)
+
+    @staticmethod
+    def _transform_grad(du):
+        """The gradient for w of sum(du * U(w)): G^T du[f, c] G, (F, C, 3, 3)."""
+        f, c = du.shape[1:]
+        return (du.reshape(16, f * c).T @ _WINOGRAD_GG.astype(du.dtype)).reshape(f, c, 3, 3)
+
+
+def _host_conv(win, groups, channels, dtype):
+    """The host convolution for this window: Winograd for 3x3 stride 1, else columns."""
+    if _HostWinograd.applies(win, groups):
+        return _HostWinograd(win, channels, dtype)
+    return _HostConv(win, groups, channels, dtype)
+
+
 def _columns(xp, win, groups, batch, channels):
     """Columns in the faster layout for this window (see _SHORT_ROW)."""
     inner = batch > 1 and win.out[-1] < _SHORT_ROW
@@ -246,6 +396,14 @@ def convolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), pa
                  "(num_filter, channels/num_group, *kernel)")
     use_bias = bias is not None and not no_bias
     _check_param(op, "bias", bias if use_bias else None, (f,), "(num_filter,)")
+    if _on_host(xp, win, data, weight, bias if use_bias else None):
+        host = _host_conv(win, num_group, data.shape[1], data.dtype)
+        out = host.forward(data, weight, np.ascontiguousarray(bias) if use_bias else None)
+
+        def host_backward(dy, need=(True, True, True)):
+            dx, dw = host.backward(dy, data, weight, need[0], need[1])
+            return dx, dw, (_bias_grad(xp, dy) if use_bias and need[2] else None)
+        return out, host_backward
     cols = _columns(xp, win, num_group, data.shape[0], data.shape[1])
     grid = cols.to_grid(data)
     out = cols.from_rows(cols.correlate(grid, weight))
@@ -310,6 +468,9 @@ def deconvolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), 
     use_bias = bias is not None and not no_bias
     _check_param(op, "bias", bias if use_bias else None, (f,), "(num_filter,)")
     win = _deconv_window(op, data, kernel, stride, dilate, pad, adj, target_shape)
+    if _on_host(xp, win, data, weight, bias if use_bias else None):
+        return _host_deconvolution(_host_conv(win, num_group, f, data.dtype), data, weight,
+                                   bias if use_bias else None)
     cols = _columns(xp, win, num_group, data.shape[0], f)
     rows = cols.to_rows(data)
     out = cols.from_grid(cols.correlate_transposed(rows, weight, data.dtype))
@@ -321,6 +482,19 @@ def deconvolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), 
         dx = cols.from_rows(cols.correlate(grid, weight))
         dw = cols.weight_grad(rows, grid, weight)
         return dx, dw, (_bias_grad(xp, dy) if use_bias else None)
+    return out, backward
+
+
+def _host_deconvolution(conv, data, weight, bias):
+    """Deconvolution as the adjoint of the host convolution `conv` (output -> data space)."""
+    out, _ = conv.backward(data, None, weight, need_w=False)
+    if bias is not None:
+        out += _bias_view(bias, 2)
+
+    def backward(dy):
+        dx = conv.forward(dy, weight)
+        _, dw = conv.backward(data, dy, weight, need_x=False)
+        return dx, dw, (_bias_grad(np, dy) if bias is not None else None)
     return out, backward
 
 
@@ -456,6 +630,14 @@ class _Pool:
         return grid
 
 
+def _host_max_pool(data, win, convention):
+    """2-D max pooling of a host array with minigluon_ext's kernels; argmax kept for backward."""
+    x = np.ascontiguousarray(data)
+    out, argmax = ext.max_pool2d(x, win.kernel, win.stride, win.pad, convention)
+    return out, lambda dy: (ext.max_pool2d_backward(np.ascontiguousarray(dy, dtype=x.dtype),
+                                                    argmax, x.shape[2:]),)
+
+
 def _avg_divisor(xp, win, count_include_pad, dtype):
     """Per-output window sizes, as MXNet counts them, broadcastable against the output."""
     div = None
@@ -488,6 +670,8 @@ def pooling(xp, data, kernel=(), pool_type="max", global_pool=False, stride=(), 
                          "or 'sum'")
     _check_layout(op, layout, data, data.ndim - 2)
     win, extra = _pool_window(op, data, kernel, stride, pad, global_pool, pooling_convention)
+    if pool_type == "max" and _on_host(xp, win, data):
+        return _host_max_pool(data, win, "valid" if global_pool else pooling_convention)
     pool = _Pool(xp, win, extra, pool_type, count_include_pad, data.dtype)
     out, saved = pool.forward(data)
     return out, lambda dy: (pool.backward(dy, out, saved),)

@@ -4,10 +4,15 @@ import math
 
 import numpy as np
 
+import minigluon_ext as ext
+
 from ..base import DTypeError, ShapeError
 from .registry import check_same_dtype, register
 
 _SCALARS = (int, float, bool, np.generic)
+# relu of big host arrays uses minigluon_ext's threaded kernels (tests turn this off)
+_HOST_KERNELS = True
+_HOST_MIN_SIZE = 1 << 14
 
 
 def _is_array(x):
@@ -57,7 +62,24 @@ _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda xp, x, y, dy: dy / (2 * y))
 _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda xp, x, y, dy: -0.5 * dy * y * y * y)
 _unary("cbrt", lambda xp, x: xp.cbrt(x), lambda xp, x, y, dy: dy / (3 * y * y))
 _unary("square", lambda xp, x: x * x, lambda xp, x, y, dy: 2 * dy * x)
-_unary("relu", lambda xp, x: xp.maximum(x, 0), lambda xp, x, y, dy: dy * (x > 0))
+def _on_host(xp, *arrays):
+    """True for big C-contiguous host arrays of one dtype that minigluon_ext's kernels take."""
+    a = arrays[0]
+    return (_HOST_KERNELS and xp is np and a.size >= _HOST_MIN_SIZE and
+            a.dtype in ext.LAYER_DTYPES and
+            all(isinstance(b, np.ndarray) and b.flags.c_contiguous and b.dtype == a.dtype and
+                b.shape == a.shape for b in arrays))
+
+
+def _relu(xp, x):
+    return ext.relu(x) if _on_host(xp, x) else xp.maximum(x, 0)
+
+
+def _relu_grad(xp, x, y, dy):
+    return ext.relu_backward(x, dy) if _on_host(xp, x, dy) else dy * (x > 0)
+
+
+_unary("relu", _relu, _relu_grad)
 _unary("sigmoid", _sigmoid, lambda xp, x, y, dy: dy * y * (1 - y))
 _unary("tanh", lambda xp, x: xp.tanh(x), lambda xp, x, y, dy: dy * (1 - y * y))
 _unary("softrelu", lambda xp, x: xp.logaddexp(0, x),

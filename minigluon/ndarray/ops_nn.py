@@ -1,12 +1,19 @@
 """Neural-network operators that are not convolutions: FullyConnected, Dropout, Embedding,
 BatchNorm, LayerNorm and softmax_cross_entropy. (Convolution, Deconvolution and Pooling
 live in ops_conv.py.)"""
+import math
+
 import numpy as np
+
+import minigluon_ext as ext
 
 from .. import autograd
 from ..base import ShapeError
 from .random import generator
 from .registry import register
+
+# BatchNorm of host arrays uses minigluon_ext's kernels (tests turn this off to compare)
+_HOST_KERNELS = True
 
 
 @register("FullyConnected", inputs=("data", "weight", "bias"), takes_need=True)
@@ -105,6 +112,22 @@ def batch_norm(xp, data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentu
     work = data.astype(np.float32) if data.dtype == np.float16 else data
     g = xp.ones_like(gamma) if fix_gamma else gamma
     training = autograd.is_training() and not use_global_stats
+    if _HOST_KERNELS and xp is np and work.dtype in ext.LAYER_DTYPES and data.size:
+        norm = _HostBatchNorm(work, ax, eps)
+        if training:
+            mean, var = norm.batch_stats()
+            _update_moving(moving_mean, moving_var, mean, var, momentum)
+        else:
+            mean, var = moving_mean.astype(work.dtype), moving_var.astype(work.dtype)
+        out = norm.forward(mean, var, g, beta).astype(data.dtype, copy=False)
+
+        def host_backward(dy, *unused):
+            dx, dgamma, dbeta = norm.backward(dy, training, fix_gamma)
+            return (dx.astype(data.dtype, copy=False), dgamma.astype(gamma.dtype),
+                    dbeta.astype(beta.dtype), None, None)
+        if output_mean_var:
+            return (out, mean.astype(data.dtype), var.astype(data.dtype)), host_backward
+        return out, host_backward
     if training:
         mean, var = work.mean(axis=red), work.var(axis=red)
         moving_mean *= momentum
@@ -135,6 +158,57 @@ def batch_norm(xp, data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentu
     if output_mean_var:
         return (out, mean.astype(data.dtype), var.astype(data.dtype)), backward
     return out, backward
+
+
+def _update_moving(moving_mean, moving_var, mean, var, momentum):
+    """moving = moving * momentum + batch * (1 - momentum), in place."""
+    for moving, batch in ((moving_mean, mean), (moving_var, var)):
+        moving *= momentum
+        moving += (1 - momentum) * batch.astype(moving.dtype)
+
+
+class _HostBatchNorm:
+    """BatchNorm of a host float32/float64 array with minigluon_ext's per-channel kernels.
+
+    The data is viewed as (outer, C, inner); statistics and gradient sums accumulate in
+    float64; x - mean is recomputed in backward rather than keeping a normalized copy.
+    """
+
+    def __init__(self, work, ax, eps):
+        self.shape, self.dtype, self.eps = work.shape, work.dtype, eps
+        self.x = np.ascontiguousarray(work).reshape(math.prod(work.shape[:ax]),
+                                                    work.shape[ax], -1)
+
+    def batch_stats(self):
+        """The batch's (mean, biased variance) per channel, rounded to the data's dtype."""
+        mean, var = ext.batch_norm_stats(self.x)
+        return mean.astype(self.dtype), var.astype(self.dtype)
+
+    def forward(self, mean, var, gamma, beta):
+        """(x - mean) * gamma / sqrt(var + eps) + beta, in the data's shape."""
+        self.mean = np.ascontiguousarray(mean, dtype=self.dtype)
+        self.inv_std = 1 / np.sqrt(var.astype(self.dtype) + self.eps)
+        self.scale = self.inv_std * gamma.astype(self.dtype)
+        return ext.batch_norm_forward(self.x, self.mean, self.scale,
+                                      np.ascontiguousarray(beta, dtype=self.dtype)
+                                      ).reshape(self.shape)
+
+    def backward(self, dy, training, fix_gamma):
+        """(dx, dgamma, dbeta); with batch statistics, dx includes their gradient."""
+        dy = np.ascontiguousarray(dy, dtype=self.dtype).reshape(self.x.shape)
+        sum_dy, sum_dy_xc = ext.batch_norm_sums(self.x, dy, self.mean)
+        dgamma = np.zeros_like(sum_dy) if fix_gamma else sum_dy_xc * self.inv_std
+        if training:
+            # dx = scale * (dy - mean(dy) - xhat * mean(dy * xhat)), per channel
+            m = self.x.shape[0] * self.x.shape[2]
+            inv_std, scale = self.inv_std.astype(np.float64), self.scale.astype(np.float64)
+            b = -(scale * inv_std * inv_std * sum_dy_xc / m)
+            k = -(scale * sum_dy / m)
+            dx = ext.batch_norm_backward(self.x, dy, self.mean, self.scale,
+                                         b.astype(self.dtype), k.astype(self.dtype))
+        else:
+            dx = dy * self.scale[None, :, None]
+        return dx.reshape(self.shape), dgamma, sum_dy
 
 
 @register("LayerNorm", inputs=("data", "gamma", "beta"))

@@ -8,7 +8,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "mgext.h"
+#include "layers.h"
 
 static const char *DTYPE_NAMES[] = {"float16", "float32", "float64"};
 
@@ -303,6 +303,412 @@ static PyObject *py_f32_to_f16(PyObject *self, PyObject *args)
     return convert(args, "f32_to_f16", MG_F32, MG_F16, mg_f2h_task);
 }
 
+/* ---- layer kernels ------------------------------------------------------------------ */
+
+/* The buffers one call holds, released together. */
+typedef struct {
+    Py_buffer v[8];
+    int held;
+} mg_buffers;
+
+static void release_all(mg_buffers *b)
+{
+    while (b->held > 0)
+        PyBuffer_Release(&b->v[--b->held]);
+}
+
+static int is_int32_buffer(const Py_buffer *v)
+{
+    const char *f = v->format ? v->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    return v->itemsize == 4 && (strcmp(f, "i") == 0 || strcmp(f, "l") == 0);
+}
+
+/* A float32/float64 buffer with `ndim` axes (0: any); NULL with an exception on failure. */
+static Py_buffer *take_float(mg_buffers *b, PyObject *obj, int writable, int ndim,
+                             const char *fn, const char *name, int *dtype)
+{
+    Py_buffer *v = &b->v[b->held];
+    if (get_float_buffer(obj, v, writable, fn, name, dtype) < 0)
+        return NULL;
+    b->held++;
+    if (*dtype == MG_F16) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must hold float32 or float64, got float16", fn,
+                     name);
+        return NULL;
+    }
+    if (ndim && v->ndim != ndim) {
+        PyErr_Format(PyExc_ValueError, "%s: %s must have %d axes, got %d", fn, name, ndim,
+                     v->ndim);
+        return NULL;
+    }
+    return v;
+}
+
+/* A buffer of `count` items of `want` (MG_F32/MG_F64, or -1 for int32). */
+static Py_buffer *take_like(mg_buffers *b, PyObject *obj, int writable, const char *fn,
+                            const char *name, int want, size_t n)
+{
+    Py_buffer *v = &b->v[b->held];
+    if (get_buffer(obj, v, writable, fn, name) < 0)
+        return NULL;
+    b->held++;
+    int ok = want < 0 ? is_int32_buffer(v) : float_dtype(v) == want;
+    if (!ok || (size_t)count(v) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: %s must hold %zu %s values, got %zd of format '%s'",
+                     fn, name, n, want < 0 ? "int32" : DTYPE_NAMES[want], count(v),
+                     v->format ? v->format : "B");
+        return NULL;
+    }
+    return v;
+}
+
+static PyObject *run_layer(mg_buffers *b, size_t items, int nthreads, mg_range_fn fn,
+                           void *ctx)
+{
+    Py_BEGIN_ALLOW_THREADS
+    mg_parallel_items(items, nthreads, fn, ctx);
+    Py_END_ALLOW_THREADS
+    release_all(b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fail(mg_buffers *b)
+{
+    release_all(b);
+    return NULL;
+}
+
+#define MG_MAX_WINDOW ((Py_ssize_t)1 << 24)
+
+/* *out = the product of sizes; -1 with an exception when it does not fit. */
+static int product(const char *fn, const size_t *dims, int n, size_t *out)
+{
+    size_t p = 1;
+    for (int i = 0; i < n; i++)
+        if (__builtin_mul_overflow(p, dims[i], &p) || p > (size_t)PY_SSIZE_T_MAX / 16) {
+            PyErr_Format(PyExc_ValueError, "%s: the arrays would be too large", fn);
+            return -1;
+        }
+    *out = p;
+    return 0;
+}
+
+/* Parse (kh, kw, sh, sw, ph, pw, dh, dw) into g: sizes in [1, 2^24], pads in [0, 2^24). */
+static int window_params(const char *fn, const Py_ssize_t *v, mg_window *g)
+{
+    for (int i = 0; i < 8; i++) {
+        int pad = i == 4 || i == 5;
+        if (v[i] < (pad ? 0 : 1) || v[i] > MG_MAX_WINDOW) {
+            PyErr_Format(PyExc_ValueError, "%s: kernel, stride and dilate must be in [1, %zd] "
+                         "and pad in [0, %zd], got %zd", fn, MG_MAX_WINDOW, MG_MAX_WINDOW, v[i]);
+            return -1;
+        }
+    }
+    g->kh = (size_t)v[0], g->kw = (size_t)v[1], g->sh = (size_t)v[2], g->sw = (size_t)v[3];
+    g->ph = (size_t)v[4], g->pw = (size_t)v[5], g->dh = (size_t)v[6], g->dw = (size_t)v[7];
+    return 0;
+}
+
+/* The image geometry of a 4-D buffer and the convolution output size. */
+static int conv_window(const char *fn, const Py_buffer *img, const Py_ssize_t *v, mg_window *g)
+{
+    if (window_params(fn, v, g) < 0)
+        return -1;
+    g->n = (size_t)img->shape[0], g->c = (size_t)img->shape[1];
+    g->h = (size_t)img->shape[2], g->w = (size_t)img->shape[3];
+    size_t span_h = g->dh * (g->kh - 1) + 1, span_w = g->dw * (g->kw - 1) + 1;
+    if (g->h + 2 * g->ph < span_h || g->w + 2 * g->pw < span_w) {
+        PyErr_Format(PyExc_ValueError, "%s: the kernel does not fit the padded image", fn);
+        return -1;
+    }
+    g->oh = (g->h + 2 * g->ph - span_h) / g->sh + 1;
+    g->ow = (g->w + 2 * g->pw - span_w) / g->sw + 1;
+    return 0;
+}
+
+static int cols_count(const char *fn, const mg_window *g, size_t *n)
+{
+    size_t dims[6] = {g->c, g->kh, g->kw, g->n, g->oh, g->ow};
+    return product(fn, dims, 6, n);
+}
+
+static PyObject *py_im2col(PyObject *self, PyObject *args)
+{
+    static const char *fn = "im2col";
+    PyObject *x_obj, *cols_obj;
+    Py_ssize_t v[8];
+    int nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_cols_args a;
+    if (!PyArg_ParseTuple(args, "OOnnnnnnnni", &x_obj, &cols_obj, &v[0], &v[1], &v[2], &v[3],
+                          &v[4], &v[5], &v[6], &v[7], &nthreads))
+        return NULL;
+    Py_buffer *x = take_float(&b, x_obj, 0, 4, fn, "x", &dtype);
+    size_t n;
+    if (!x || conv_window(fn, x, v, &a.g) < 0 || cols_count(fn, &a.g, &n) < 0)
+        return fail(&b);
+    Py_buffer *cols = take_like(&b, cols_obj, 1, fn, "out", dtype, n);
+    if (!cols)
+        return fail(&b);
+    a.dtype = dtype, a.src = x->buf, a.dst = cols->buf;
+    return run_layer(&b, a.g.c * a.g.kh * a.g.kw, nthreads, mg_im2col_task, &a);
+}
+
+static PyObject *py_col2im(PyObject *self, PyObject *args)
+{
+    static const char *fn = "col2im";
+    PyObject *cols_obj, *x_obj;
+    Py_ssize_t v[8];
+    int nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_cols_args a;
+    if (!PyArg_ParseTuple(args, "OOnnnnnnnni", &cols_obj, &x_obj, &v[0], &v[1], &v[2], &v[3],
+                          &v[4], &v[5], &v[6], &v[7], &nthreads))
+        return NULL;
+    Py_buffer *x = take_float(&b, x_obj, 1, 4, fn, "out", &dtype);
+    size_t n;
+    if (!x || conv_window(fn, x, v, &a.g) < 0 || cols_count(fn, &a.g, &n) < 0)
+        return fail(&b);
+    Py_buffer *cols = take_like(&b, cols_obj, 0, fn, "cols", dtype, n);
+    if (!cols)
+        return fail(&b);
+    a.dtype = dtype, a.src = cols->buf, a.dst = x->buf;
+    return run_layer(&b, a.g.c * a.g.n, nthreads, mg_col2im_task, &a);
+}
+
+static PyObject *py_swap01(PyObject *self, PyObject *args)
+{
+    static const char *fn = "swap01";
+    PyObject *src_obj, *bias_obj, *out_obj;
+    int nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_swap_args a;
+    if (!PyArg_ParseTuple(args, "OOOi", &src_obj, &bias_obj, &out_obj, &nthreads))
+        return NULL;
+    Py_buffer *src = take_float(&b, src_obj, 0, 3, fn, "src", &dtype);
+    if (!src)
+        return fail(&b);
+    a.a = (size_t)src->shape[0], a.b = (size_t)src->shape[1], a.r = (size_t)src->shape[2];
+    Py_buffer *out = take_like(&b, out_obj, 1, fn, "out", dtype, (size_t)count(src));
+    if (!out)
+        return fail(&b);
+    a.bias = NULL;
+    if (bias_obj != Py_None) {
+        Py_buffer *bias = take_like(&b, bias_obj, 0, fn, "bias", dtype, a.a);
+        if (!bias)
+            return fail(&b);
+        a.bias = bias->buf;
+    }
+    a.dtype = dtype, a.src = src->buf, a.dst = out->buf;
+    return run_layer(&b, a.a * a.b, nthreads, mg_swap01_task, &a);
+}
+
+static PyObject *py_max_pool2d(PyObject *self, PyObject *args)
+{
+    static const char *fn = "max_pool2d";
+    PyObject *x_obj, *out_obj, *am_obj;
+    Py_ssize_t v[8] = {0, 0, 0, 0, 0, 0, 1, 1};
+    int nthreads, dtype, dt_out;
+    mg_buffers b = {.held = 0};
+    mg_maxpool_args a;
+    if (!PyArg_ParseTuple(args, "OOOnnnnnni", &x_obj, &out_obj, &am_obj, &v[0], &v[1], &v[2],
+                          &v[3], &v[4], &v[5], &nthreads))
+        return NULL;
+    Py_buffer *x = take_float(&b, x_obj, 0, 4, fn, "x", &dtype);
+    Py_buffer *out = x ? take_float(&b, out_obj, 1, 4, fn, "out", &dt_out) : NULL;
+    if (!out || window_params(fn, v, &a.g) < 0)
+        return fail(&b);
+    if (dt_out != dtype || out->shape[0] != x->shape[0] || out->shape[1] != x->shape[1]) {
+        PyErr_Format(PyExc_ValueError, "%s: out must match x in dtype, batch and channels", fn);
+        return fail(&b);
+    }
+    a.g.n = (size_t)x->shape[0], a.g.c = (size_t)x->shape[1];
+    a.g.h = (size_t)x->shape[2], a.g.w = (size_t)x->shape[3];
+    a.g.oh = (size_t)out->shape[2], a.g.ow = (size_t)out->shape[3];
+    if (a.g.h * a.g.w > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: feature maps of over 2^31 elements", fn);
+        return fail(&b);
+    }
+    Py_buffer *am = take_like(&b, am_obj, 1, fn, "argmax", -1, (size_t)count(out));
+    if (!am)
+        return fail(&b);
+    a.dtype = dtype, a.x = x->buf, a.out = out->buf, a.argmax = (int32_t *)am->buf;
+    return run_layer(&b, a.g.n * a.g.c, nthreads, mg_maxpool_task, &a);
+}
+
+static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args)
+{
+    static const char *fn = "max_pool2d_backward";
+    PyObject *dy_obj, *am_obj, *dx_obj;
+    int nthreads, dtype, dt_dx;
+    mg_buffers b = {.held = 0};
+    mg_maxpool_back_args a;
+    if (!PyArg_ParseTuple(args, "OOOi", &dy_obj, &am_obj, &dx_obj, &nthreads))
+        return NULL;
+    Py_buffer *dy = take_float(&b, dy_obj, 0, 4, fn, "dy", &dtype);
+    Py_buffer *dx = dy ? take_float(&b, dx_obj, 1, 4, fn, "out", &dt_dx) : NULL;
+    if (!dx)
+        return fail(&b);
+    if (dt_dx != dtype || dx->shape[0] != dy->shape[0] || dx->shape[1] != dy->shape[1]) {
+        PyErr_Format(PyExc_ValueError, "%s: out must match dy in dtype, batch and channels", fn);
+        return fail(&b);
+    }
+    Py_buffer *am = take_like(&b, am_obj, 0, fn, "argmax", -1, (size_t)count(dy));
+    if (!am)
+        return fail(&b);
+    a.dtype = dtype, a.planes = (size_t)(dy->shape[0] * dy->shape[1]);
+    a.in_size = (size_t)(dx->shape[2] * dx->shape[3]);
+    a.out_size = (size_t)(dy->shape[2] * dy->shape[3]);
+    a.dy = dy->buf, a.argmax = (const int32_t *)am->buf, a.dx = dx->buf, a.bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    mg_parallel_items(a.planes, nthreads, mg_maxpool_back_task, &a);
+    Py_END_ALLOW_THREADS
+    release_all(&b);
+    if (a.bad)
+        return PyErr_Format(PyExc_ValueError, "%s: argmax holds positions outside the input "
+                            "planes of %zu elements (skipped)", fn, a.in_size);
+    Py_RETURN_NONE;
+}
+
+/* winograd(kind, src, dst, bias, ph, pw, nthreads); kind 0 input, 1 output, 2 output
+ * adjoint, 3 input adjoint.  The 4-D side (image or output) gives the geometry. */
+static PyObject *py_winograd(PyObject *self, PyObject *args)
+{
+    static const char *fn = "winograd";
+    static const mg_range_fn tasks[4] = {mg_wino_input_task, mg_wino_output_task,
+                                         mg_wino_output_adjoint_task, mg_wino_input_adjoint_task};
+    PyObject *src_obj, *dst_obj, *bias_obj;
+    Py_ssize_t ph, pw;
+    int kind, nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_wino_args a;
+    if (!PyArg_ParseTuple(args, "iOOOnni", &kind, &src_obj, &dst_obj, &bias_obj, &ph, &pw,
+                          &nthreads))
+        return NULL;
+    if (kind < 0 || kind > 3)
+        return PyErr_Format(PyExc_ValueError, "%s: kind must be 0..3, got %d", fn, kind);
+    if (ph < 0 || pw < 0 || ph > MG_MAX_WINDOW || pw > MG_MAX_WINDOW)
+        return PyErr_Format(PyExc_ValueError, "%s: pad must be in [0, %zd]", fn, MG_MAX_WINDOW);
+    int image_is_src = kind == 0 || kind == 2, is_image = kind == 0 || kind == 3;
+    Py_buffer *img = take_float(&b, image_is_src ? src_obj : dst_obj, !image_is_src, 4, fn,
+                                image_is_src ? "src" : "out", &dtype);
+    if (!img)
+        return fail(&b);
+    a.dtype = dtype, a.n = (size_t)img->shape[0], a.c = (size_t)img->shape[1];
+    a.ph = (size_t)ph, a.pw = (size_t)pw;
+    if (is_image) {
+        a.h = (size_t)img->shape[2], a.w = (size_t)img->shape[3];
+        if (a.h + 2 * a.ph < 3 || a.w + 2 * a.pw < 3) {
+            PyErr_Format(PyExc_ValueError, "%s: a 3x3 kernel does not fit the padded image", fn);
+            return fail(&b);
+        }
+        a.oh = a.h + 2 * a.ph - 2, a.ow = a.w + 2 * a.pw - 2;
+    } else {
+        a.oh = (size_t)img->shape[2], a.ow = (size_t)img->shape[3], a.h = a.w = 0;
+    }
+    a.th = (a.oh + 1) / 2, a.tw = (a.ow + 1) / 2;
+    size_t dims[5] = {16, a.c, a.n, a.th, a.tw}, planes;
+    if (product(fn, dims, 5, &planes) < 0)
+        return fail(&b);
+    a.t = a.n * a.th * a.tw;
+    Py_buffer *other = take_like(&b, image_is_src ? dst_obj : src_obj, image_is_src, fn,
+                                 image_is_src ? "out" : "src", dtype, planes);
+    if (!other)
+        return fail(&b);
+    a.bias = NULL;
+    if (bias_obj != Py_None) {
+        Py_buffer *bias = kind == 1 ? take_like(&b, bias_obj, 0, fn, "bias", dtype, a.c) : NULL;
+        if (!bias) {
+            if (kind != 1)
+                PyErr_Format(PyExc_ValueError, "%s: only the output transform takes a bias", fn);
+            return fail(&b);
+        }
+        a.bias = bias->buf;
+    }
+    a.src = image_is_src ? img->buf : other->buf;
+    a.dst = image_is_src ? other->buf : img->buf;
+    return run_layer(&b, a.c * a.n, nthreads, tasks[kind], &a);
+}
+
+/* batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads): x is (outer, C, inner);
+ * the arguments a kind does not use are None. */
+static PyObject *py_batch_norm(PyObject *self, PyObject *args)
+{
+    static const char *fn = "batch_norm";
+    static const mg_range_fn tasks[4] = {mg_bn_stats_task, mg_bn_forward_task,
+                                         mg_bn_sums_task, mg_bn_backward_task};
+    static const char *names[] = {"dy", "mean", "a", "b", "k", "out", "s1", "s2"};
+    PyObject *x_obj, *obj[8];
+    int kind, nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_bn_args s;
+    if (!PyArg_ParseTuple(args, "iOOOOOOOOOi", &kind, &x_obj, &obj[0], &obj[1], &obj[2],
+                          &obj[3], &obj[4], &obj[5], &obj[6], &obj[7], &nthreads))
+        return NULL;
+    if (kind < 0 || kind > 3)
+        return PyErr_Format(PyExc_ValueError, "%s: kind must be 0..3, got %d", fn, kind);
+    Py_buffer *x = take_float(&b, x_obj, 0, 3, fn, "x", &dtype);
+    if (!x)
+        return fail(&b);
+    s.dtype = dtype, s.outer = (size_t)x->shape[0], s.c = (size_t)x->shape[1];
+    s.inner = (size_t)x->shape[2], s.x = x->buf;
+    /* which of dy, mean, a, b, k, out, s1, s2 each kind needs */
+    static const char uses[4][9] = {"00000011", "01110100", "11000011", "11111100"};
+    const void **in[5] = {&s.dy, &s.mean, &s.a, &s.b, &s.k};
+    s.dy = s.mean = s.a = s.b = s.k = NULL, s.out = NULL, s.s1 = s.s2 = NULL;
+    for (int i = 0; i < 8; i++) {
+        if (uses[kind][i] == '0')
+            continue;
+        if (b.held == 8) {
+            PyErr_Format(PyExc_RuntimeError, "%s: too many buffers", fn);
+            return fail(&b);
+        }
+        int per_channel = i >= 1 && i <= 4, result = i >= 6;
+        size_t n = per_channel || result ? s.c : (size_t)count(x);
+        Py_buffer *v = take_like(&b, obj[i], i >= 5, fn, names[i], result ? MG_F64 : dtype, n);
+        if (!v)
+            return fail(&b);
+        if (i < 5)
+            *in[i] = v->buf;
+        else if (i == 5)
+            s.out = v->buf;
+        else if (i == 6)
+            s.s1 = (double *)v->buf;
+        else
+            s.s2 = (double *)v->buf;
+    }
+    return run_layer(&b, s.c, nthreads, tasks[kind], &s);
+}
+
+static PyObject *py_relu(PyObject *self, PyObject *args)
+{
+    static const char *fn = "relu";
+    PyObject *x_obj, *dy_obj, *out_obj;
+    int nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_relu_args a;
+    if (!PyArg_ParseTuple(args, "OOOi", &x_obj, &dy_obj, &out_obj, &nthreads))
+        return NULL;
+    Py_buffer *x = take_float(&b, x_obj, 0, 0, fn, "x", &dtype);
+    if (!x)
+        return fail(&b);
+    a.dtype = dtype, a.n = (size_t)count(x), a.x = x->buf, a.dy = NULL;
+    if (dy_obj != Py_None) {
+        Py_buffer *dy = take_like(&b, dy_obj, 0, fn, "dy", dtype, a.n);
+        if (!dy)
+            return fail(&b);
+        a.dy = dy->buf;
+    }
+    Py_buffer *out = take_like(&b, out_obj, 1, fn, "out", dtype, a.n);
+    if (!out)
+        return fail(&b);
+    a.out = out->buf;
+    return run_layer(&b, (a.n + MG_RELU_BLOCK - 1) / MG_RELU_BLOCK, nthreads,
+                     a.dy ? mg_relu_back_task : mg_relu_task, &a);
+}
+
 static PyObject *py_tuning(PyObject *self, PyObject *unused)
 {
     return Py_BuildValue("{s:O,s:O,s:n}", "avx2", mg_cpu.avx2 ? Py_True : Py_False, "f16c",
@@ -343,6 +749,20 @@ static PyMethodDef methods[] = {
      "dequantize_2bit(packed, out, lut, add, nthreads)"},
     {"f16_to_f32", py_f16_to_f32, METH_VARARGS, "f16_to_f32(src, out, nthreads)"},
     {"f32_to_f16", py_f32_to_f16, METH_VARARGS, "f32_to_f16(src, out, nthreads)"},
+    {"im2col", py_im2col, METH_VARARGS,
+     "im2col(x, out, kh, kw, sh, sw, ph, pw, dh, dw, nthreads)"},
+    {"col2im", py_col2im, METH_VARARGS,
+     "col2im(cols, out, kh, kw, sh, sw, ph, pw, dh, dw, nthreads)"},
+    {"swap01", py_swap01, METH_VARARGS, "swap01(src, bias_or_None, out, nthreads)"},
+    {"max_pool2d", py_max_pool2d, METH_VARARGS,
+     "max_pool2d(x, out, argmax, kh, kw, sh, sw, ph, pw, nthreads)"},
+    {"max_pool2d_backward", py_max_pool2d_backward, METH_VARARGS,
+     "max_pool2d_backward(dy, argmax, out, nthreads)"},
+    {"winograd", py_winograd, METH_VARARGS,
+     "winograd(kind, src, out, bias_or_None, ph, pw, nthreads)"},
+    {"batch_norm", py_batch_norm, METH_VARARGS,
+     "batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads)"},
+    {"relu", py_relu, METH_VARARGS, "relu(x, dy_or_None, out, nthreads)"},
     {"tuning", py_tuning, METH_NOARGS, "SIMD paths in use and the streaming-store bound."},
     {"set_tuning", (PyCFunction)(void (*)(void))py_set_tuning, METH_VARARGS | METH_KEYWORDS,
      "set_tuning(*, avx2, f16c, stream_bytes) -> previous settings (for tests)."},

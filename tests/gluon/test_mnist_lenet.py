@@ -39,9 +39,9 @@ def test_lenet_reaches_97_percent_in_3_epochs():
     net.initialize(mx.init.Xavier())
     net.hybridize()
     trainer = gluon.Trainer(net.collect_params(), "sgd",
-                            {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4})
+                            {"learning_rate": 0.05, "momentum": 0.9, "wd": 1e-4})
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    batch = 64
+    batch = 32
     for epoch in range(3):
         order = rng.permutation(len(train_x))
         for i in range(0, len(order) - batch + 1, batch):

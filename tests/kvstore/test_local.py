@@ -6,7 +6,7 @@ import pytest
 import minigluon as mx
 from minigluon import nd
 from minigluon.base import DTypeError, MXNetError, ShapeError
-from minigluon.kvstore import KVStoreError, KVStoreNotBuiltError
+from minigluon.kvstore import KVStoreError
 from minigluon.kvstore.local import _reduce_sum
 
 STORES = ["local", "device"]
@@ -42,14 +42,6 @@ def test_create_names_and_aliases(name, cls):
 
 def test_default_store_is_local():
     assert mx.kv.create().type == "local"
-
-
-@pytest.mark.parametrize("name", ["dist", "dist_sync", "dist_async", "dist_sync_device",
-                                  "dist_async_device"])
-def test_dist_stores_are_not_built_yet(name):
-    with pytest.raises(KVStoreNotBuiltError, match="distributed kvstore is not built yet") as e:
-        mx.kv.create(name)
-    assert isinstance(e.value, MXNetError) and isinstance(e.value, NotImplementedError)
 
 
 def test_unknown_store_and_capability():

@@ -1,0 +1,548 @@
+"""The worker side of the distributed kvstore: `mx.kv.create('dist_sync')` and friends.
+
+A worker reduces the values of its devices, sends each key (or each slice of a big key) to
+its server, and pulls merged values or updated weights back. Every push and pull of one
+call is in flight at once; a call waits only for the replies it needs. Parts of 64 KiB
+and more go to servers on the same host through shared memory (one copy into a segment of
+this worker, the server reads it in place), others as zmq frames sent zero-copy; push()
+returns once the caller's arrays may change again.
+
+Modes: 'dist_sync' (alias 'dist'): servers merge the W pushes of each round before a pull
+of that round is answered; 'dist_async': servers apply every push on arrival (an optimizer
+is required); '*_device': a worker's per-device values are summed on the first value's
+device, which for CPU values is the host path.
+
+Without DMLC_* variables the first dist store of a process starts an embedded scheduler
+and server (a one-worker job); with DMLC_ROLE=worker it joins the job they describe. The
+n-th dist store each worker creates is the same store of the job (its own keys and
+optimizer on the servers), so two Trainers with kvstore='dist_sync' work side by side.
+
+Out of scope: PS_RESEND (retransmission; zmq over TCP/ipc does not lose messages while
+both ends live, and a dead peer is caught by heartbeats), row_sparse values, '1bit'
+compression, and barriers that include the servers.
+"""
+import atexit
+import functools
+import os
+import pickle
+
+import numpy as np
+
+from .. import config
+from ..autograd import pause
+from ..context import cpu
+from ..ndarray import NDArray
+from ..optimizer import Updater, get_updater
+from .base import KVStoreBase, KVStoreError, check_same_layout, group_key_values
+from .compression import TwoBitCompressor
+from .local import _reduce_sum, _sum_into
+from .partition import plan
+from .postoffice import PostOffice, read_env, server_name
+from .shm import Segment, available as shm_available
+from .van import TimeoutError as KVTimeoutError
+from .wire import Cmd, Flag, Message, dtype_code
+
+__all__ = ["KVStoreDist"]
+
+_ZERO_COPY_BYTES = 65536        # smaller payloads are copied by pyzmq at send time
+
+
+class _WorkerNode:
+    """This process's membership in a job as a worker, shared by its dist kvstores."""
+
+    _instance = None
+
+    def new_store(self):
+        """The id of the next kvstore this worker creates (the same n-th store in every
+        worker, so the stores of a job match up)."""
+        self.stores += 1
+        return self.stores - 1
+
+    @classmethod
+    def get(cls):
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def __init__(self):
+        role = config.ps_role()
+        self.cluster = None
+        if role is None:
+            self.po = self._start_embedded()
+        elif role == "worker":
+            self.po = PostOffice(read_env("worker"))
+            self.po.start()
+        else:
+            raise KVStoreError(f"DMLC_ROLE={role}: a {role} process serves the job when "
+                               "minigluon is imported and never creates a kvstore")
+        self.po.connect_servers()
+        self.segments = []          # shared memory this worker made (unlinked at exit)
+        self.shm = self._probe_shm()
+        self.stores = 0
+        self.closed = False
+        self.pid = os.getpid()
+        atexit.register(self.shutdown)
+
+    def _start_embedded(self):
+        from .embedded import EmbeddedCluster
+        for attempt in range(3):
+            cluster = EmbeddedCluster()
+            po = PostOffice(cluster.start())
+            try:
+                po.start(check=cluster.check, timeout=min(60.0, config.kvstore_timeout()))
+            except KVStoreError:
+                po.close()
+                cluster.stop(timeout=1.0)
+                if attempt == 2:
+                    raise
+                continue
+            self.cluster = cluster
+            return po
+
+    def _probe_shm(self):
+        """[bool per server]: whether it reads the shared memory this worker writes."""
+        if not shm_available():
+            return [False] * self.po.num_servers
+        probe = Segment.create(16)
+        token = os.urandom(16)
+        probe.view(np.uint8, 16)[:] = np.frombuffer(token, np.uint8)
+        usable = []
+        try:
+            for rank in range(self.po.num_servers):
+                got = []
+                req = self.po.van.request(server_name(rank), Message(
+                    Cmd.SHM_PROBE, payload=[probe.name.encode()]), "shared memory probe",
+                    on_reply=lambda msg: got.append(msg.body()))
+                try:
+                    self.po.van.wait([req])
+                except KVTimeoutError:
+                    raise
+                except KVStoreError:
+                    pass
+                usable.append(got == [token])
+        finally:
+            probe.unlink()
+        self.po.van.log.info("shared memory with servers: %s", usable)
+        return usable
+
+    def new_segment(self, nbytes):
+        """A shared-memory segment for this worker's pushes or pulls."""
+        seg = Segment.create(nbytes)
+        self.segments.append(seg)
+        return seg
+
+    def shutdown(self):
+        """Finalize with the scheduler (the job ends when all workers did) and reap the
+        embedded cluster, if any."""
+        if self.closed or os.getpid() != self.pid:     # forked children own nothing
+            return
+        self.closed = True
+        for seg in self.segments:
+            seg.unlink()
+        try:
+            self.po.finalize(timeout=min(60.0, config.kvstore_timeout()))
+        except KVStoreError as err:
+            self.po.van.log.warning("finalize failed: %s", err)
+        finally:
+            if self.cluster is not None:
+                self.cluster.stop()
+            if _WorkerNode._instance is self:
+                _WorkerNode._instance = None
+
+
+class _KeyInfo:
+    """What a worker knows about a key: its layout, servers and push count."""
+
+    __slots__ = ("key", "shape", "dtype", "size", "parts", "pushes", "send_buf",
+                 "send_reqs", "dev_buf", "pull_buf", "segments")
+
+    def __init__(self, key, shape, dtype, parts):
+        self.key, self.shape, self.dtype, self.parts = key, shape, dtype, parts
+        self.size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        self.pushes = 0           # pushes so far = the round a pull waits for (dist_sync)
+        self.send_buf = None      # host buffer for multi-device sums
+        self.send_reqs = ()       # pushes that may still read send_buf
+        self.dev_buf = None       # device buffer for *_device sums
+        self.pull_buf = None
+        self.segments = {}        # ('push'|'pull', part) -> shared-memory Segment
+
+
+def _host_flat(arr):
+    """A flat, C-contiguous host view of an NDArray's data (a copy only when needed)."""
+    data = arr._data
+    if not isinstance(data, np.ndarray):
+        data = data.get()
+    return np.ascontiguousarray(data).reshape(-1)
+
+
+def _write(out, flat):
+    """Copy a flat host array into the NDArray `out`, on its device."""
+    data = out._data
+    if isinstance(data, np.ndarray):
+        np.copyto(data, flat.reshape(data.shape))
+    else:
+        with out.context.scope():
+            data[...] = out.context.xp.asarray(flat.reshape(data.shape))
+
+
+def _direct_view(out):
+    """The flat view of `out`'s data when a pull can write straight into it, else None."""
+    data = out._data
+    if isinstance(data, np.ndarray) and data.flags.c_contiguous and data.flags.writeable:
+        return data.reshape(-1)
+    return None
+
+
+class KVStoreDist(KVStoreBase):
+    """A distributed kvstore worker: 'dist_sync', 'dist_async', 'dist_sync_device',
+    'dist_async_device', or 'dist' (= dist_sync).
+
+    >>> kv = mx.kv.create('dist_sync')         # DMLC_* variables, or an embedded job
+    >>> kv.init(3, mx.nd.zeros((2, 3)))        # worker 0's value; others wait for it
+    >>> kv.push(3, mx.nd.ones((2, 3)))         # summed over the workers on the servers
+    >>> out = mx.nd.zeros((2, 3))
+    >>> kv.pull(3, out=out)                    # out == num_workers everywhere
+    """
+
+    def __init__(self, name):
+        super().__init__(name)
+        self._sync = "async" not in name
+        self._on_device = name.endswith("_device")
+        self._node = _WorkerNode.get()
+        self._store = self._node.new_store()
+        self._po = self._node.po
+        self._van = self._po.van
+        self._keys = {}
+        self._flags = Flag.SYNC if self._sync else Flag.NONE
+        self._optimizer_set = False
+        self._compressor = None
+        self._bound = config.kvstore_bigarray_bound()
+
+    # ---- identity -------------------------------------------------------------------
+    @property
+    def rank(self):
+        """This worker's rank, 0 .. num_workers-1."""
+        return self._po.rank
+
+    @property
+    def num_workers(self):
+        """How many workers the job has (DMLC_NUM_WORKER)."""
+        return self._po.num_workers
+
+    @property
+    def num_servers(self):
+        """How many servers the job has (DMLC_NUM_SERVER)."""
+        return self._po.num_servers
+
+    def barrier(self):
+        """Wait until every worker calls barrier()."""
+        self._po.barrier()
+
+    _barrier = barrier          # MXNet 1.x's name
+
+    # ---- init -----------------------------------------------------------------------
+    def init(self, key, value):
+        """Initialize keys; worker 0's values are used, other workers wait for them."""
+        new = []
+        for k, values in group_key_values(key, value, "init"):
+            if k in self._keys:
+                raise KVStoreError(f"init of key {k!r}: the key is already initialized; a "
+                                   "key is initialized once, then changed with push")
+            if len(values) != 1:
+                raise KVStoreError(f"init of key {k!r}: expected one value, got "
+                                   f"{len(values)}; initialize with one array and pull to "
+                                   "copy it to devices")
+            arr = values[0]
+            try:
+                dtype_code(arr.dtype)
+            except KVStoreError as err:
+                raise KVStoreError(f"init of key {k!r}: {err}") from None
+            parts = plan(k, arr.size, self.num_servers, self._bound)
+            new.append((k, arr, _KeyInfo(k, arr.shape, arr.dtype, parts)))
+        reqs = []
+        with pause():
+            for k, arr, info in new:
+                reqs += self._send_init(k, arr, info)
+            self._van.wait(reqs)
+        for k, _, info in new:
+            self._keys[k] = info
+
+    def _send_init(self, key, arr, info):
+        flat = _host_flat(arr) if self.rank == 0 else None
+        what = f"init of key {key!r}" + ("" if flat is not None else
+                                         " (waiting for worker 0 to initialize it)")
+        reqs = []
+        for server, off, n in info.parts:
+            cmd = Cmd.INIT if flat is not None else Cmd.INIT_WAIT
+            payload = [flat[off:off + n]] if flat is not None else []
+            msg = Message(cmd, key=key, store=self._store, flags=self._flags, dtype=info.dtype,
+                          shape=info.shape, offset=off, length=n, payload=payload)
+            reqs.append(self._van.request(server_name(server), msg, what))
+        return reqs
+
+    def _info(self, key, arrays, where):
+        info = self._keys.get(key)
+        if info is None:
+            raise KVStoreError(f"{where} key {key!r}: the key has not been initialized; call "
+                               f"kv.init({key!r}, value) first")
+        check_same_layout(where, key, arrays, info)
+        return info
+
+    # ---- push -----------------------------------------------------------------------
+    def push(self, key, value, priority=0):
+        """Push values (one per device, summed here first) to the servers; returns once
+        the arrays may be changed again."""
+        pairs = [(self._info(k, v, "push to"), v)
+                 for k, v in group_key_values(key, value, "push")]
+        if not self._sync and not self._optimizer_set:
+            raise KVStoreError(
+                f"push to key {pairs[0][0].key!r}: {self._type!r} applies every push with "
+                "the optimizer on the servers, and none is set; call kv.set_optimizer(...) "
+                "first (gluon.Trainer does so with update_on_kvstore=True)")
+        borrowed = []
+        with pause():
+            for info, values in pairs:
+                borrowed += self._push_one(info, values)
+            self._van.wait(borrowed)
+
+    def _push_one(self, info, values):
+        """Send one key's pushes; the requests whose payload is the caller's memory."""
+        flat, own = self._reduce(info, values)
+        info.pushes += 1
+        zero_copy, borrowed = [], []
+        for i, (server, off, n) in enumerate(info.parts):
+            payload, flags, threshold = flat[off:off + n], self._flags, 0.0
+            on_reply = None
+            if self._compressor is not None:
+                payload = self._compressor.compress(info.key, flat, off, n)
+                flags |= Flag.COMPRESSED_2BIT
+                threshold = self._compressor.threshold
+            elif self._shm_for(server, payload.nbytes):
+                seg = self._segment(info, "push", i)
+                np.copyto(seg.view(payload.dtype, n), payload)
+                flags |= Flag.SHM
+                payload, on_reply = seg.name.encode(), seg.release
+            msg = Message(Cmd.PUSH, key=info.key, store=self._store, flags=flags,
+                          dtype=info.dtype, shape=info.shape, version=info.pushes, offset=off,
+                          length=n, threshold=threshold, payload=[payload])
+            req = self._van.request(server_name(server), msg, f"push to key {info.key!r}",
+                                    on_reply=on_reply, background=True)
+            if on_reply is not None:
+                seg.req = req
+            elif flags == self._flags and payload.nbytes >= _ZERO_COPY_BYTES:
+                (zero_copy if own else borrowed).append(req)
+        if own:
+            info.send_reqs = zero_copy
+        return borrowed
+
+    def _shm_for(self, server, nbytes):
+        return nbytes >= _ZERO_COPY_BYTES and self._node.shm[server]
+
+    def _segment(self, info, kind, part):
+        """The key part's push or pull segment, free to write."""
+        seg = info.segments.get((kind, part))
+        if seg is None:
+            n = info.parts[part][2]
+            seg = info.segments[(kind, part)] = self._node.new_segment(
+                n * np.dtype(info.dtype).itemsize)
+        elif seg.req is not None:
+            self._van.wait([seg.req])        # the server still reads the last push
+        return seg
+
+    def _reduce(self, info, values):
+        """(flat host array to send, whether it is this store's own buffer)."""
+        if len(values) == 1:
+            return _host_flat(values[0]), False
+        self._van.wait(info.send_reqs)             # the buffer may still be in flight
+        if info.send_buf is None:
+            info.send_buf = np.empty(info.size, info.dtype)
+        if self._on_device and values[0].context.device_type == "gpu":
+            if info.dev_buf is None:
+                info.dev_buf = NDArray(values[0].context.xp.empty(info.shape, info.dtype),
+                                       values[0].context)
+            _sum_into(values, info.dev_buf)
+            np.copyto(info.send_buf, _host_flat(info.dev_buf))
+        else:
+            _reduce_sum([_host_flat(v) for v in values], info.send_buf)
+        return info.send_buf, True
+
+    # ---- pull -----------------------------------------------------------------------
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Copy the servers' values of keys into `out` (one NDArray, or one per device);
+        in dist_sync, after every worker's pushes so far were merged."""
+        if out is None:
+            raise KVStoreError("pull needs out=: the array (or list of arrays, one per "
+                               "device) to copy the value into")
+        pairs = [(self._info(k, o, "pull from"), o)
+                 for k, o in group_key_values(key, out, "pull")]
+        reqs, todo = [], []
+        with pause():
+            for info, outs in pairs:
+                dest = _direct_view(outs[0])            # the first output gets the bytes,
+                if dest is None:                        # the others a copy of them
+                    if info.pull_buf is None:
+                        info.pull_buf = np.empty(info.size, info.dtype)
+                    dest = info.pull_buf
+                    todo.append((dest, outs))
+                else:
+                    todo.append((dest, outs[1:]))
+                reqs += self._send_pulls(info, dest)
+            self._van.wait(reqs)
+            for dest, outs in todo:
+                for arr in outs:
+                    _write(arr, dest)
+
+    def _send_pulls(self, info, dest):
+        reqs = []
+        for i, (server, off, n) in enumerate(info.parts):
+            msg = Message(Cmd.PULL, key=info.key, store=self._store, flags=self._flags,
+                          dtype=info.dtype, shape=info.shape, version=info.pushes, offset=off,
+                          length=n)
+            seg = None
+            if self._shm_for(server, n * np.dtype(info.dtype).itemsize):
+                seg = self._segment(info, "pull", i)
+                msg.flags |= Flag.SHM
+                msg.payload = [seg.name.encode()]
+            fill = functools.partial(_fill, dest[off:off + n], info.key, seg)
+            reqs.append(self._van.request(server_name(server), msg,
+                                          f"pull from key {info.key!r}", on_reply=fill))
+        return reqs
+
+    # ---- optimizer ------------------------------------------------------------------
+    def set_optimizer(self, optimizer):
+        """Run `optimizer` on the servers (worker 0 sends it; all workers then meet at a
+        barrier, so no push reaches a server before it)."""
+        try:
+            blob = pickle.dumps(optimizer, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as err:  # noqa: BLE001 - any pickling failure means the same
+            raise KVStoreError(f"set_optimizer: the optimizer cannot be sent to the servers "
+                               f"because it cannot be pickled: {err}") from None
+        self._updater = get_updater(optimizer)
+        if self.rank == 0:
+            self._to_all_servers(Cmd.SET_OPTIMIZER, self._po.token + blob, "set_optimizer")
+        if self.num_workers > 1:
+            self.barrier()
+        self._optimizer_set = True
+
+    def set_updater(self, updater):
+        raise KVStoreError(f"set_updater: a {self._type!r} kvstore updates on its servers; "
+                           "give it an optimizer with set_optimizer(optimizer), or update on "
+                           "the workers (gluon.Trainer(..., update_on_kvstore=False))")
+
+    _set_updater = set_updater
+
+    def set_gradient_compression(self, compression_params):
+        """Compress pushes: {'type': '2bit', 'threshold': t} (t > 0) or {'type': 'none'}."""
+        super().set_gradient_compression(compression_params)
+        ctype = self._compression["type"]
+        if ctype == "1bit":
+            raise KVStoreError("gradient compression '1bit' is not supported by the "
+                               "distributed kvstore; use {'type': '2bit', 'threshold': t}")
+        self._compressor = (TwoBitCompressor(self._compression["threshold"])
+                            if ctype == "2bit" else None)
+
+    def _to_all_servers(self, cmd, body, what, flags=Flag.NONE, on_reply=None):
+        reqs = []
+        for rank in range(self.num_servers):
+            msg = Message(cmd, store=self._store, flags=flags,
+                          payload=[] if body is None else [body])
+            reply = None if on_reply is None else functools.partial(on_reply, rank)
+            reqs.append(self._van.request(server_name(rank), msg, what, on_reply=reply))
+        self._van.wait(reqs)
+
+    # ---- optimizer states -----------------------------------------------------------
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Write the servers' optimizer states (and with `dump_optimizer` the optimizer) to
+        `fname`, in the format of Updater.get_states: any store can load it."""
+        updater = self._updater_with_states("save_optimizer_states")
+        blobs = {}
+        self._to_all_servers(Cmd.GET_STATES, None, "save_optimizer_states",
+                             Flag.DUMP_OPTIMIZER,
+                             on_reply=lambda rank, msg: blobs.__setitem__(rank, msg.body()))
+        self._gather_states(updater, [blobs[r] for r in range(self.num_servers)])
+        with open(fname, "wb") as fout:
+            fout.write(updater.get_states(dump_optimizer))
+        updater.states = {}
+
+    def load_optimizer_states(self, fname):
+        """Load states written by save_optimizer_states into this worker and the servers."""
+        updater = self._updater_with_states("load_optimizer_states")
+        with open(fname, "rb") as fin:
+            updater.set_states(fin.read())
+        for rank in range(self.num_servers):
+            part = Updater(updater.optimizer)
+            part.states = self._states_of_server(updater.states, rank)
+            blob = self._po.token + part.get_states(dump_optimizer=True)
+            msg = Message(Cmd.SET_STATES, store=self._store, payload=[blob])
+            self._van.wait([self._van.request(server_name(rank), msg,
+                                              "load_optimizer_states")])
+        updater.states = {}
+
+    def _gather_states(self, updater, blobs):
+        """Join the servers' per-slice states into whole-key states in `updater`."""
+        parts = []
+        for blob in blobs:
+            server = Updater(updater.optimizer)
+            server.set_states(blob)
+            parts.append(server)
+        counts = {}
+        for server in parts:
+            counts.update(server.optimizer._all_index_update_counts.get(0, {}))
+        optimizer = parts[0].optimizer
+        optimizer.param_dict = updater.optimizer.param_dict
+        optimizer._all_index_update_counts = {0: counts}
+        optimizer._index_update_count = counts
+        optimizer.num_update = max(p.optimizer.num_update for p in parts)
+        updater.optimizer = optimizer
+        updater.states = {}
+        for key, info in self._keys.items():
+            pieces = [parts[s].states.get(key) for s, _, _ in info.parts]
+            if all(p is not None for p in pieces):
+                updater.states[key] = _join_states(pieces, info.shape)
+        updater.states_synced = dict.fromkeys(updater.states, False)
+
+    def _states_of_server(self, states, rank):
+        out = {}
+        for key, state in states.items():
+            info = self._keys.get(key)
+            if info is None:
+                continue
+            for server, off, n in info.parts:
+                if server == rank:
+                    out[key] = _split_state(state, off, n)
+        return out
+
+
+def _fill(dest, key, seg, msg):
+    """Copy a pull reply (from the message, or from the pull segment) into its slice of
+    the destination."""
+    if msg.cmd != Cmd.VALUE or msg.length != dest.size or msg.dtype != dest.dtype:
+        raise KVStoreError(f"pull from key {key!r}: the server answered {msg!r}, expected "
+                           f"{dest.size} {dest.dtype.name} values")
+    if msg.flags & Flag.SHM:
+        seg.release(msg)
+        np.copyto(dest, seg.view(dest.dtype, dest.size))
+    else:
+        np.copyto(dest, msg.array())
+
+
+def _join_states(pieces, shape):
+    """One state from per-slice states (arrays concatenated in slice order)."""
+    first = pieces[0]
+    if isinstance(first, NDArray):
+        flat = np.concatenate([p._data.reshape(-1) for p in pieces])
+        return NDArray(flat.reshape(shape), cpu())
+    if isinstance(first, (tuple, list)):
+        return type(first)(_join_states([p[i] for p in pieces], shape)
+                           for i in range(len(first)))
+    return first
+
+
+def _split_state(state, offset, length):
+    """The slice offset:offset+length of a whole-key state, as flat arrays."""
+    if isinstance(state, NDArray):
+        data = state.asnumpy().reshape(-1)[offset:offset + length].copy()
+        return NDArray(data, cpu())
+    if isinstance(state, (tuple, list)):
+        return type(state)(_split_state(s, offset, length) for s in state)
+    return state

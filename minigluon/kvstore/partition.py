@@ -1,0 +1,32 @@
+"""Where each key lives: the server of a small key, the slices of a big one.
+
+A key with at most MXNET_KVSTORE_BIGARRAY_BOUND elements lives whole on one server, picked
+by a hash of the key that every worker computes alike. A bigger key is cut into
+`num_servers` contiguous slices of (nearly) equal size, slice i on server i.
+
+>>> plan(7, 10, num_servers=2, bound=100)         # small: one server
+((1, 0, 10),)
+>>> plan(7, 1001, num_servers=2, bound=1000)      # big: one slice per server
+((0, 0, 500), (1, 500, 501))
+"""
+import zlib
+
+__all__ = ["plan", "server_of"]
+
+
+def server_of(key, num_servers):
+    """The server of a small key: a stable hash (the same in every process and run)."""
+    if isinstance(key, str):
+        code = zlib.crc32(key.encode("utf-8"))
+    else:
+        code = int(key) * 9973
+    return code % num_servers
+
+
+def plan(key, size, num_servers, bound):
+    """((server, offset, length), ...): the parts of a flat key of `size` elements."""
+    if size <= bound or num_servers == 1:
+        return ((server_of(key, num_servers), 0, size),)
+    cuts = [size * i // num_servers for i in range(num_servers + 1)]
+    return tuple((i, cuts[i], cuts[i + 1] - cuts[i]) for i in range(num_servers)
+                 if cuts[i + 1] > cuts[i])

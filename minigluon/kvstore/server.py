@@ -1,0 +1,361 @@
+"""A kvstore server: holds a shard of the keys (whole small keys, one slice of each big
+key), merges the workers' pushes, and runs the optimizer when one is set.
+
+dist_sync: the pushes of round t (each worker's t-th push of a key) are summed in rank
+order once all W arrived; with an optimizer the sum is applied to the stored weight as a
+gradient, without one it becomes the stored value. A pull for round t waits until then.
+dist_async: every push is applied on arrival (an optimizer is required).
+2-bit compressed pushes are dequantized (minigluon_ext) while merging.
+
+Pull replies are sent zero-copy from the stored array; a buffer that zmq may still be
+reading is never written: the server writes into a fresh one instead. Workers on the same
+host pass big arrays through shared memory (shm.py): the server reads a push in the
+worker's segment (and acknowledges it once read, so the worker may reuse the segment) and
+copies a pulled value into the worker's pull segment.
+"""
+import os
+import pickle
+
+import numpy as np
+
+import minigluon_ext as ext
+
+from .. import config
+from ..context import cpu
+from ..ndarray import NDArray
+from ..optimizer import get_updater
+from .base import KVStoreError
+from .postoffice import PostOffice
+from .shm import Segment
+from .van import JobAbortedError
+from .wire import Cmd, Flag, Message
+
+__all__ = ["KVServer"]
+
+_ZERO_COPY_BYTES = 65536      # pyzmq copies smaller frames itself
+
+
+class _Refused(Exception):
+    """A request the server answers with an error (the text goes back to the worker)."""
+
+
+def _aligned(arr):
+    # zmq may hand small payloads at any address; the C kernels need aligned arrays
+    return arr if arr.flags.aligned else arr.copy()
+
+
+class _Key:
+    """This server's slice of one key."""
+
+    __slots__ = ("key", "store", "dtype", "shape", "offset", "length", "sync", "value",
+                 "spare", "round", "pushes", "ahead", "pulls", "trackers")
+
+    def __init__(self, msg, value):
+        self.key, self.store, self.dtype, self.shape = msg.key, msg.store, msg.dtype, msg.shape
+        self.offset, self.length = msg.offset, msg.length
+        self.sync = bool(msg.flags & Flag.SYNC)
+        self.value = value              # flat array of `length` values
+        self.spare = None               # a free buffer for the next merge
+        self.round = 0                  # rounds merged so far (dist_sync)
+        self.pushes = []                # this round's pushes: (message, identity, values)
+        self.ahead = {}                 # round -> pushes that came early
+        self.pulls = []                 # (identity, PULL message, segment view or None)
+        self.trackers = []              # zmq trackers of zero-copy sends of `value`
+
+    def describe(self):
+        return f"shape {self.shape} dtype {self.dtype.name} slice {self.offset}+{self.length}"
+
+    def in_flight(self):
+        self.trackers = [t for t in self.trackers if not t.done]
+        return bool(self.trackers)
+
+    def make_writable(self):
+        """Make `value` safe to write: copy it if a zero-copy send may still read it."""
+        if self.in_flight():
+            self.value = self.value.copy()
+            self.trackers = []
+        elif not self.value.flags.writeable:
+            self.value = self.value.copy()
+
+    def buffer(self):
+        """A writable buffer of `length` values for a merge (reused when free)."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return np.empty(self.length, self.dtype)
+        return spare
+
+
+class KVServer:
+    """One server of a job.
+
+    >>> KVServer(read_env('server')).run()     # returns when the scheduler says exit
+    """
+
+    def __init__(self, env):
+        self.po = PostOffice(env, self._on_message)
+        self.van = self.po.van
+        self.keys = {}                 # (store, key) -> _Key
+        self.updaters = {}             # store -> Updater (set_optimizer of that store)
+        self._init_waits = {}          # (store, key) -> [(identity, msg)] waiting for INIT
+        self._done = False
+        self._parent = config.kvstore_parent_pid()
+        self._handlers = {
+            Cmd.INIT: self._init, Cmd.INIT_WAIT: self._init_wait, Cmd.PUSH: self._push,
+            Cmd.PULL: self._pull, Cmd.SET_OPTIMIZER: self._set_optimizer,
+            Cmd.GET_STATES: self._get_states, Cmd.SET_STATES: self._set_states,
+            Cmd.SHM_PROBE: self._shm_probe,
+        }
+        self._segments = {}            # name -> Segment: the workers' shared memory
+
+    @property
+    def num_workers(self):
+        return self.po.num_workers
+
+    def run(self):
+        """Register, then serve until the scheduler ends the job; the exit status."""
+        try:
+            self.po.start(check=self._check_parent)
+            self.van.log.info("serving")
+            while not self._done:
+                self.van.poll(500)
+                self._check_parent()
+                self.po.heartbeat.check()
+            return 0
+        except KVStoreError as err:          # aborted, or no scheduler to register with
+            self.van.log.error("%s", err)
+            return 1
+        finally:
+            self.po.close()
+
+    def _check_parent(self):
+        if self._parent and os.getppid() != self._parent:
+            raise JobAbortedError(f"{self.van.label} the process that started this job is gone")
+
+    # ---- dispatch ---------------------------------------------------------------------
+    def _on_message(self, source, msg):
+        if not isinstance(source, bytes):          # from the scheduler
+            if msg.cmd == Cmd.EXIT:
+                self.van.log.info("the scheduler ended the job; exiting")
+                self._done = True
+            else:
+                self.van.log.warning("ignored %r from the scheduler", msg)
+            return
+        handler = self._handlers.get(msg.cmd)
+        try:
+            if handler is None:
+                raise _Refused(f"a server does not handle {msg.cmd.name} requests")
+            handler(source, msg)
+        except _Refused as err:
+            self._refuse(source, msg, str(err))
+        except Exception as err:  # noqa: BLE001 - a bad request must not stop the server
+            self.van.log.exception("failed to handle %r", msg)
+            self._refuse(source, msg, f"{type(err).__name__}: {err}")
+
+    def _refuse(self, identity, msg, text):
+        self.van.log.warning("refused %r: %s", msg, text)
+        self.van.reply(identity, Message(Cmd.ERROR, req=msg.req,
+                                         payload=[f"{self.van.label[1:-1]}: {text}".encode()]))
+
+    def _ack(self, identity, msg):
+        self.van.reply(identity, Message(Cmd.ACK, req=msg.req))
+
+    def _state(self, msg, where):
+        state = self.keys.get((msg.store, msg.key))
+        if state is None:
+            raise _Refused(f"{where} key {msg.key!r}: the key has not been initialized; call "
+                           f"kv.init({msg.key!r}, value) first")
+        if (msg.shape, msg.dtype, msg.offset, msg.length) != \
+                (state.shape, state.dtype, state.offset, state.length):
+            raise _Refused(f"{where} key {msg.key!r}: shape {msg.shape} dtype "
+                           f"{msg.dtype.name if msg.dtype else None} slice {msg.offset}+"
+                           f"{msg.length} does not match the initialized {state.describe()}")
+        if bool(msg.flags & Flag.SYNC) != state.sync:
+            mode = ("dist_sync", "dist_async")
+            raise _Refused(f"{where} key {msg.key!r}: the key was initialized by a "
+                           f"{mode[not state.sync]} kvstore but this request comes from a "
+                           f"{mode[state.sync]} one; use one mode per job")
+        return state
+
+    # ---- init -------------------------------------------------------------------------
+    def _init(self, identity, msg):
+        name = (msg.store, msg.key)
+        if name in self.keys:
+            raise _Refused(f"init of key {msg.key!r}: the key is already initialized "
+                           f"({self.keys[name].describe()}); a key is initialized once")
+        value = _aligned(msg.array())         # the received buffer becomes the value
+        self.keys[name] = _Key(msg, value)
+        self._ack(identity, msg)
+        for ident, waiting in self._init_waits.pop(name, []):
+            self._init_wait(ident, waiting)
+
+    def _init_wait(self, identity, msg):
+        name = (msg.store, msg.key)
+        if name not in self.keys:
+            self._init_waits.setdefault(name, []).append((identity, msg))
+            return
+        try:
+            self._state(msg, "init of")
+        except _Refused as err:
+            self._refuse(identity, msg, f"{err} (as worker 0 initialized it)")
+            return
+        self._ack(identity, msg)
+
+    # ---- push -------------------------------------------------------------------------
+    def _push(self, identity, msg):
+        """Take a push: acknowledged on arrival, or once read when it is in the worker's
+        shared memory (the worker reuses the segment after the reply)."""
+        state = self._state(msg, "push to")
+        entry = (msg, identity, self._push_data(msg))
+        in_shm = bool(msg.flags & Flag.SHM)
+        if not state.sync:
+            if state.store not in self.updaters:
+                raise _Refused(f"push to key {msg.key!r}: dist_async applies each push with "
+                               "the optimizer, and none is set; call kv.set_optimizer(...) "
+                               "(gluon.Trainer does with update_on_kvstore=True)")
+            if not in_shm:
+                self._ack(identity, msg)
+            self._apply(state, self._merge(state, [entry]))
+            if in_shm:
+                self._ack(identity, msg)
+            return
+        wanted = state.round + 1
+        bucket = state.pushes if msg.version == wanted else state.ahead.get(msg.version, [])
+        if msg.version < wanted or any(e[0].sender == msg.sender for e in bucket):
+            raise _Refused(f"push to key {msg.key!r}: worker {msg.sender} pushed round "
+                           f"{msg.version} twice")
+        if not in_shm:
+            self._ack(identity, msg)
+        if msg.version > wanted:
+            state.ahead.setdefault(msg.version, []).append(entry)
+            return
+        state.pushes.append(entry)
+        self._advance(state)
+
+    def _push_data(self, msg):
+        if msg.flags & Flag.SHM:
+            return self._segment_view(msg)
+        return _aligned(msg.array())
+
+    def _segment_view(self, msg):
+        """The values a SHM message's segment holds (the segment is mapped once)."""
+        name = msg.segment()
+        nbytes = msg.length * msg.dtype.itemsize
+        seg = self._segments.get(name)
+        if seg is None or seg.nbytes < nbytes:
+            try:
+                seg = self._segments[name] = Segment.attach(name, nbytes)
+            except KVStoreError as err:
+                raise _Refused(f"{msg.cmd.name.lower()} of key {msg.key!r}: {err}") from None
+        return seg.view(msg.dtype, msg.length)
+
+    def _advance(self, state):
+        """Merge every round whose W pushes are all here, then answer the pulls."""
+        while len(state.pushes) == self.num_workers:
+            entries, state.pushes = state.pushes, []
+            entries.sort(key=lambda e: e[0].sender)
+            self._apply(state, self._merge(state, entries))
+            for msg, identity, _ in entries:
+                if msg.flags & Flag.SHM:
+                    self._ack(identity, msg)
+            state.round += 1
+            state.pushes = state.ahead.pop(state.round + 1, [])
+        ready = [p for p in state.pulls if p[1].version <= state.round]
+        if ready:
+            state.pulls = [p for p in state.pulls if p[1].version > state.round]
+            for identity, msg, dest in ready:
+                self._send_value(state, identity, msg, dest)
+
+    def _merge(self, state, entries):
+        """The sum of the pushes' values, in rank order (a received buffer itself when
+        there is just one)."""
+        plain = [(m, d) for m, _, d in entries if not m.flags & Flag.COMPRESSED_2BIT]
+        packed = [(m, d) for m, _, d in entries if m.flags & Flag.COMPRESSED_2BIT]
+        if len(plain) == 1 and not packed and not plain[0][0].flags & Flag.SHM:
+            return plain[0][1]
+        out = state.buffer()
+        if plain:
+            ext.sum_into(out, [d for _, d in plain])
+        for i, (m, codes) in enumerate(packed):
+            if i == 0 and not plain:
+                ext.dequantize_2bit(codes, m.threshold, out)
+            else:
+                ext.dequantize_2bit_add(codes, m.threshold, out)
+        return out
+
+    def _apply(self, state, merged):
+        updater = self.updaters.get(state.store)
+        if updater is None:
+            if not state.in_flight() and state.value.flags.writeable:
+                state.spare = state.value
+            state.value, state.trackers = merged, []
+            return
+        state.make_writable()
+        updater(state.key, NDArray(merged, cpu()), NDArray(state.value, cpu()))
+        if merged is not state.value and merged.base is None and merged.flags.writeable:
+            state.spare = merged
+
+    # ---- pull -------------------------------------------------------------------------
+    def _pull(self, identity, msg):
+        state = self._state(msg, "pull from")
+        dest = self._segment_view(msg) if msg.flags & Flag.SHM else None
+        if state.sync and msg.version > state.round:
+            state.pulls.append((identity, msg, dest))
+            return
+        self._send_value(state, identity, msg, dest)
+
+    def _send_value(self, state, identity, msg, dest):
+        """Answer a pull: copy into the worker's segment, or send the value zero-copy."""
+        value = state.value
+        reply = Message(Cmd.VALUE, key=state.key, store=state.store, req=msg.req,
+                        dtype=state.dtype, shape=state.shape, version=state.round,
+                        offset=state.offset, length=state.length)
+        if dest is not None:
+            np.copyto(dest, value)
+            reply.flags = Flag.SHM
+            self.van.reply(identity, reply)
+            return
+        reply.payload = [value]
+        big = value.nbytes >= _ZERO_COPY_BYTES
+        tracker = self.van.reply(identity, reply, track=big)
+        if big:
+            state.trackers.append(tracker)
+
+    def _shm_probe(self, identity, msg):
+        """Read the token a worker left in a segment: proof that both see the same /dev/shm."""
+        try:
+            seg = Segment.attach(msg.body().decode("ascii", errors="replace"), 16)
+        except KVStoreError as err:
+            raise _Refused(f"shared memory probe: {err}") from None
+        token = bytes(seg.view(np.uint8, 16))
+        self.van.reply(identity, Message(Cmd.BYTES, req=msg.req, payload=[token]))
+
+    # ---- optimizer --------------------------------------------------------------------
+    def _set_optimizer(self, identity, msg):
+        body = msg.body()
+        token, blob = body[:16], body[16:]
+        if token != self.po.token or not 0 <= msg.sender < self.num_workers:
+            raise _Refused("set_optimizer from a peer that is not a worker of this job")
+        optimizer = pickle.loads(blob)
+        self.updaters[msg.store] = get_updater(optimizer)
+        self.van.log.info("optimizer of store %d set: %s", msg.store, type(optimizer).__name__)
+        self._ack(identity, msg)
+
+    def _require_updater(self, msg, what):
+        updater = self.updaters.get(msg.store)
+        if updater is None:
+            raise _Refused(f"{what}: no optimizer is set on this server; call "
+                           "kv.set_optimizer(optimizer) first")
+        return updater
+
+    def _get_states(self, identity, msg):
+        states = self._require_updater(msg, "save_optimizer_states").get_states(
+            bool(msg.flags & Flag.DUMP_OPTIMIZER))
+        self.van.reply(identity, Message(Cmd.BYTES, req=msg.req, payload=[states]))
+
+    def _set_states(self, identity, msg):
+        body = msg.body()
+        if body[:16] != self.po.token:
+            raise _Refused("load_optimizer_states from a peer that is not a worker of this job")
+        self._require_updater(msg, "load_optimizer_states").set_states(body[16:])
+        self._ack(identity, msg)
+

@@ -1,0 +1,311 @@
+"""The wire format of the distributed kvstore: every message and its encoding.
+
+A message is a list of zmq frames. Frame 0 is the header: a fixed little-endian struct
+(`_FIXED`), then `ndim` int64 shape dims, then the utf-8 bytes of a str key. The payload
+frames that follow are raw buffers: array data in the dtype the header names (2-bit codes
+as uint32 words when the COMPRESSED_2BIT flag is set), or opaque bytes (a JSON node table,
+an error text, optimizer states). Arrays are sent with `copy=False`, so a large payload is
+never copied in user space; nothing on the data path is pickled. With the SHM flag, the
+array lives in a shared-memory segment (shm.py) and the payload frame is its name (a PULL
+names the segment to fill; its VALUE reply then carries no frame).
+
+`Message.decode` checks everything a peer could get wrong (magic, version, command, dtype
+code, sizes, payload length against shape and slice) and raises `WireError`; a server or
+scheduler that gets one logs it and keeps serving.
+
+>>> msg = Message(Cmd.PUSH, key=3, dtype=np.float32, shape=(4,), offset=0, length=4,
+...               payload=[np.ones(4, np.float32)])
+>>> Message.decode(msg.encode()).key
+3
+"""
+import enum
+import struct
+
+import numpy as np
+
+from .base import KVStoreError
+
+__all__ = ["Cmd", "Flag", "Message", "WireError", "payload_kind", "words_for"]
+
+MAGIC = b"MG"
+VERSION = 1
+MAX_NDIM = 32
+MAX_KEY_BYTES = 1024
+MAX_SEGMENT_NAME = 128
+
+# magic, version, cmd, flags, dtype code, ndim, key bytes, payload frames, store, sender,
+# request id, int key, version/iteration, slice offset, slice length, threshold
+_FIXED = struct.Struct("<2sBBHBBHHHiQqqQQd")
+
+
+class WireError(KVStoreError):
+    """A message that does not follow the kvstore wire format."""
+
+
+class Cmd(enum.IntEnum):
+    """Message commands. Requests carry a fresh request id; replies echo it."""
+    # node <-> scheduler
+    REGISTER = 1       # payload: JSON {role, host, tcp, ipc, hostid}; reply BYTES node table
+    BARRIER = 2        # reply ACK once every worker sent one
+    FINALIZE = 3       # a worker is done; reply ACK
+    EXIT = 4           # scheduler -> server: the job is over
+    ABORT = 5          # scheduler -> everyone: the job failed; payload: text
+    HEARTBEAT = 6      # node -> scheduler, key = role, sender = rank; reply ACK
+    # worker <-> server
+    INIT = 10          # worker 0 sets a key's (slice of) value
+    INIT_WAIT = 11     # other workers: reply when worker 0's INIT arrived
+    PUSH = 12          # a gradient (or compressed gradient) for a key's slice
+    PULL = 13          # reply VALUE with the slice (sync: once `version` rounds merged)
+    SET_OPTIMIZER = 14  # payload: pickled optimizer (+ job token in the key field)
+    GET_STATES = 15    # reply BYTES: the server updater's states
+    SET_STATES = 16    # payload: updater states for this server
+    SHM_PROBE = 17     # payload: a segment name; reply BYTES: the token read from it
+    # replies
+    ACK = 20
+    VALUE = 21         # payload: array
+    BYTES = 22         # payload: bytes
+    ERROR = 23         # payload: utf-8 text
+
+
+class Flag(enum.IntFlag):
+    """Header flag bits."""
+    NONE = 0
+    KEY_STR = 1          # the key is the str in the header tail, not the int field
+    SYNC = 2             # dist_sync semantics (merge W pushes per round)
+    COMPRESSED_2BIT = 4  # the payload is 2-bit codes; `threshold` is the threshold
+    DUMP_OPTIMIZER = 8   # GET_STATES: include the optimizer itself
+    SHM = 16             # the array is in the shared-memory segment the payload names
+
+
+_ARRAY, _BYTES, _NONE = "array", "bytes", "none"
+_PAYLOAD = {
+    Cmd.REGISTER: _BYTES, Cmd.BARRIER: _NONE, Cmd.FINALIZE: _NONE, Cmd.EXIT: _NONE,
+    Cmd.ABORT: _BYTES, Cmd.HEARTBEAT: _NONE, Cmd.INIT: _ARRAY, Cmd.INIT_WAIT: _NONE,
+    Cmd.PUSH: _ARRAY, Cmd.PULL: _NONE, Cmd.SET_OPTIMIZER: _BYTES, Cmd.GET_STATES: _NONE,
+    Cmd.SET_STATES: _BYTES, Cmd.SHM_PROBE: _BYTES, Cmd.ACK: _NONE, Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES,
+    Cmd.ERROR: _BYTES,
+}
+
+_DTYPES = {1: np.float32, 2: np.float64, 3: np.float16, 4: np.uint8, 5: np.int32,
+           6: np.int8, 7: np.int64}
+_CODES = {np.dtype(t): c for c, t in _DTYPES.items()}
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+_CMDS = {int(c): c for c in Cmd}
+
+
+def payload_kind(cmd):
+    """'array', 'bytes' or 'none': what the payload frames of `cmd` hold."""
+    return _PAYLOAD[cmd]
+
+
+def words_for(n):
+    """uint32 words that hold the 2-bit codes of n values (16 per word)."""
+    return (n + 15) // 16
+
+
+def dtype_code(dtype):
+    """The wire code of a NumPy dtype; KVStoreError for dtypes the kvstore cannot carry."""
+    code = _CODES.get(np.dtype(dtype))
+    if code is None:
+        known = ", ".join(np.dtype(t).name for t in _DTYPES.values())
+        raise KVStoreError(f"dtype {np.dtype(dtype).name} cannot be sent by the distributed "
+                           f"kvstore; use one of {known}")
+    return code
+
+
+class Message:
+    """One kvstore message: header fields plus payload buffers.
+
+    `store` tells apart the kvstores of one job (the n-th dist kvstore each worker creates
+    is store n), so each has its own keys and optimizer. `payload` holds buffers (NumPy
+    arrays or bytes) when sending, zmq Frames when received; `array()` views an array
+    payload as a flat NumPy array without copying.
+    """
+
+    __slots__ = ("cmd", "flags", "dtype", "shape", "key", "store", "sender", "req", "version",
+                 "offset", "length", "threshold", "payload")
+
+    def __init__(self, cmd, key=0, flags=Flag.NONE, dtype=None, shape=(), store=0, sender=-1,
+                 req=0, version=0, offset=0, length=0, threshold=0.0, payload=()):
+        self.cmd = cmd
+        self.store = store
+        self.flags = int(flags)
+        self.dtype = None if dtype is None else np.dtype(dtype)
+        self.shape = tuple(shape)
+        self.key = key
+        self.sender = sender
+        self.req = req
+        self.version = version
+        self.offset = offset
+        self.length = length
+        self.threshold = threshold
+        self.payload = list(payload)
+
+    def __repr__(self):
+        dtype = self.dtype.name if self.dtype is not None else "-"
+        return (f"<{self.cmd.name} key={self.key!r} store={self.store} req={self.req} "
+                f"from={self.sender} "
+                f"ver={self.version} slice={self.offset}+{self.length} {dtype}{self.shape} "
+                f"flags={self.flags}>")
+
+    # ---- encoding ---------------------------------------------------------------------
+    def encode(self):
+        """The zmq frames of this message: [header, payload...]."""
+        flags = self.flags
+        if isinstance(self.key, str):
+            key_bytes, int_key = self.key.encode("utf-8"), 0
+            flags |= Flag.KEY_STR
+        else:
+            key_bytes, int_key = b"", int(self.key)
+            flags &= ~Flag.KEY_STR
+        code = 0 if self.dtype is None else dtype_code(self.dtype)
+        head = _FIXED.pack(MAGIC, VERSION, self.cmd, flags, code, len(self.shape),
+                           len(key_bytes), len(self.payload), self.store, self.sender,
+                           self.req, int_key,
+                           self.version, self.offset, self.length, self.threshold)
+        if self.shape:
+            head += struct.pack(f"<{len(self.shape)}q", *self.shape)
+        return [head + key_bytes] + self.payload
+
+    # ---- decoding ---------------------------------------------------------------------
+    @classmethod
+    def decode(cls, frames):
+        """Parse and validate received frames (header first); WireError if malformed."""
+        if not frames:
+            raise WireError("empty message: no header frame")
+        head = _as_bytes(frames[0])
+        if len(head) < _FIXED.size:
+            raise WireError(f"header of {len(head)} bytes is shorter than the "
+                            f"{_FIXED.size}-byte fixed header")
+        (magic, version, cmd, flags, code, ndim, key_len, nframes, store, sender, req,
+         int_key, ver, offset, length, threshold) = _FIXED.unpack_from(head)
+        if magic != MAGIC or version != VERSION:
+            raise WireError(f"bad magic/version {magic!r}/{version}: not a minigluon kvstore "
+                            f"message of wire version {VERSION}")
+        if cmd not in _CMDS:
+            raise WireError(f"unknown command {cmd}")
+        msg = cls(_CMDS[cmd], store=store, sender=sender, req=req, version=ver,
+                  offset=offset, length=length, threshold=threshold)
+        msg.flags = flags
+        msg.dtype = _decode_dtype(code)
+        msg.shape, msg.key = _decode_tail(head, ndim, key_len, flags, int_key)
+        if nframes != len(frames) - 1:
+            raise WireError(f"{msg.cmd.name}: header announces {nframes} payload frames, "
+                            f"got {len(frames) - 1}")
+        msg.payload = list(frames[1:])
+        _check_payload(msg)
+        return msg
+
+    def array(self):
+        """The array payload as a flat NumPy array (a view of the received buffer)."""
+        if self.flags & Flag.COMPRESSED_2BIT:
+            return np.frombuffer(_as_buffer(self.payload[0]), dtype=np.uint32)
+        return np.frombuffer(_as_buffer(self.payload[0]), dtype=self.dtype)
+
+    def segment(self):
+        """The shared-memory segment name of a SHM message."""
+        return self.body().decode("ascii", errors="replace")
+
+    def body(self):
+        """The bytes payload as bytes."""
+        return _as_bytes(self.payload[0]) if self.payload else b""
+
+    def text(self):
+        """The bytes payload decoded as utf-8 (errors, abort reasons)."""
+        return self.body().decode("utf-8", errors="replace")
+
+
+def _as_bytes(frame):
+    return frame if isinstance(frame, bytes) else frame.bytes
+
+
+def _as_buffer(frame):
+    return frame.buffer if hasattr(frame, "buffer") else frame
+
+
+def _decode_dtype(code):
+    if code == 0:
+        return None
+    if code not in _DTYPES:
+        raise WireError(f"unknown dtype code {code}")
+    return np.dtype(_DTYPES[code])
+
+
+def _decode_tail(head, ndim, key_len, flags, int_key):
+    if ndim > MAX_NDIM or key_len > MAX_KEY_BYTES:
+        raise WireError(f"header tail too large: ndim {ndim}, key of {key_len} bytes")
+    want = _FIXED.size + 8 * ndim + key_len
+    if len(head) != want:
+        raise WireError(f"header of {len(head)} bytes, expected {want} for ndim {ndim} and "
+                        f"a key of {key_len} bytes")
+    shape = struct.unpack_from(f"<{ndim}q", head, _FIXED.size) if ndim else ()
+    if any(d < 0 for d in shape):
+        raise WireError(f"negative dimension in shape {shape}")
+    if not flags & Flag.KEY_STR:
+        if key_len:
+            raise WireError("int key with str key bytes in the header")
+        return tuple(shape), int_key
+    try:
+        return tuple(shape), head[_FIXED.size + 8 * ndim:].decode("utf-8")
+    except UnicodeDecodeError:
+        raise WireError("str key is not valid utf-8") from None
+
+
+def _check_payload(msg):
+    if msg.flags & Flag.SHM and msg.cmd in (Cmd.PUSH, Cmd.PULL, Cmd.VALUE):
+        _check_shm(msg)
+        return
+    kind = _PAYLOAD[msg.cmd]
+    count = len(msg.payload)
+    if kind == _NONE and count:
+        raise WireError(f"{msg.cmd.name} carries no payload, got {count} frames")
+    if kind == _BYTES and count != 1:
+        raise WireError(f"{msg.cmd.name} needs one payload frame, got {count}")
+    if kind == _ARRAY:
+        _check_array(msg)
+    elif kind == _NONE and msg.cmd in (Cmd.PULL, Cmd.INIT_WAIT):
+        _check_slice(msg)
+
+
+def _check_shm(msg):
+    _check_slice(msg)
+    if msg.flags & Flag.COMPRESSED_2BIT:
+        raise WireError(f"{msg.cmd.name} of key {msg.key!r}: 2-bit codes are never in "
+                        "shared memory")
+    want = 0 if msg.cmd == Cmd.VALUE else 1
+    if len(msg.payload) != want:
+        raise WireError(f"{msg.cmd.name} of key {msg.key!r} in shared memory needs {want} "
+                        f"payload frames, got {len(msg.payload)}")
+    if want and not 0 < len(msg.payload[0]) <= MAX_SEGMENT_NAME:
+        raise WireError(f"{msg.cmd.name} of key {msg.key!r}: segment name of "
+                        f"{len(msg.payload[0])} bytes")
+
+
+def _check_slice(msg):
+    if msg.dtype is None:
+        raise WireError(f"{msg.cmd.name} of key {msg.key!r} names no dtype")
+    size = int(np.prod(msg.shape, dtype=np.int64)) if msg.shape else 1
+    if msg.offset + msg.length > size:
+        raise WireError(f"{msg.cmd.name} of key {msg.key!r}: slice {msg.offset}+{msg.length} "
+                        f"lies outside shape {msg.shape} ({size} elements)")
+
+
+def _check_array(msg):
+    if len(msg.payload) != 1:
+        raise WireError(f"{msg.cmd.name} needs one payload frame, got {len(msg.payload)}")
+    _check_slice(msg)
+    nbytes = len(msg.payload[0]) if not isinstance(msg.payload[0], np.ndarray) \
+        else msg.payload[0].nbytes
+    if msg.flags & Flag.COMPRESSED_2BIT:
+        if msg.dtype not in _FLOATS:
+            raise WireError(f"{msg.cmd.name} of key {msg.key!r}: 2-bit codes for a "
+                            f"{msg.dtype.name} value")
+        if not msg.threshold > 0:
+            raise WireError(f"{msg.cmd.name} of key {msg.key!r}: threshold {msg.threshold} "
+                            "must be > 0")
+        want = 4 * words_for(msg.length)
+    else:
+        want = msg.length * msg.dtype.itemsize
+    if nbytes != want:
+        raise WireError(f"{msg.cmd.name} of key {msg.key!r}: payload of {nbytes} bytes, "
+                        f"expected {want} for {msg.length} {msg.dtype.name} values")

@@ -1,0 +1,311 @@
+"""The processes one launch owns: start them, prefix their output, notice the first
+failure, and stop every one of them (SIGTERM or closing stdin, a grace period, SIGKILL).
+
+Every process is started in a session of its own, so Ctrl+C in the terminal reaches only
+the launcher, which then stops the job in order; each is armed with PR_SET_PDEATHSIG, so
+it gets SIGTERM if the launcher is SIGKILLed. Processes are addressed by the PID and the
+process group the launcher created for them, never by name.
+"""
+import collections
+import json
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable, Optional
+
+from .guard import Lines, arm_for_parent, describe
+
+TAIL_LINES = 15
+EXIT_MARKER = b"@@minigluon-exit "  # written by mpi_role, read here, never shown
+_LABEL = re.compile(rb"^\[(scheduler|server \d+|worker \d+)\] ")
+
+
+@dataclass
+class Task:
+    """One process to start.
+
+    `role` is 'scheduler', 'server', 'worker' or 'bundle' (mpirun or srun running many
+    roles, whose lines arrive already prefixed). Workers and bundles decide when the job is
+    over; the scheduler and servers may exit 0 at any time and are waited for at the end.
+    """
+
+    label: str
+    role: str
+    host: str
+    argv: list
+    env: dict
+    stdin_line: Optional[bytes] = None  # sent once; stdin then stays open until stop (ssh)
+    diagnose: Optional[Callable] = None  # tail lines -> 'help: ...' or None
+
+    @property
+    def primary(self):
+        return self.role in ("worker", "bundle")
+
+    @property
+    def demux(self):
+        return self.role == "bundle"
+
+
+@dataclass
+class Failure:
+    """The first process that failed: who, where, how, and its last lines."""
+
+    label: str
+    host: str
+    returncode: int
+    tail: list
+    help: Optional[str] = None
+
+    @property
+    def exit_code(self):
+        return 128 - self.returncode if self.returncode < 0 else self.returncode
+
+    @property
+    def how(self):
+        text = describe(self.returncode)
+        return text if self.returncode < 0 else text + _signal_note(self.returncode)
+
+
+def _signal_note(code):
+    if code > 128:
+        try:
+            return f" (128+{code - 128}: {signal.Signals(code - 128).name})"
+        except ValueError:
+            pass
+    return ""
+
+
+@dataclass
+class Outcome:
+    """How a job ended; `exit_code` is what the launcher returns."""
+
+    exit_code: int = 0
+    failure: Optional[Failure] = None
+    interrupted: Optional[str] = None
+    stopped: list = field(default_factory=list)
+    lingering: list = field(default_factory=list)
+
+
+class Member:
+    """A started task: its Popen, process group and status."""
+
+    def __init__(self, task, popen):
+        self.task, self.popen = task, popen
+        self.pgid = popen.pid  # start_new_session: the child leads its own group
+        self.stopped = False
+
+    @property
+    def returncode(self):
+        return self.popen.returncode
+
+    @property
+    def failed(self):
+        return self.returncode not in (None, 0) and not self.stopped
+
+    def request_stop(self):
+        """Ask politely: close stdin (ssh: the remote guard stops its group) or SIGTERM."""
+        self.stopped = True
+        if self.popen.stdin is not None:
+            _quiet(self.popen.stdin.close)
+        else:
+            _quiet(os.kill, self.popen.pid, signal.SIGTERM)
+
+    def kill_group(self):
+        """SIGKILL the process group the launcher created for this task."""
+        _quiet(os.killpg, self.pgid, signal.SIGKILL)
+
+
+def _quiet(fn, *args):
+    try:
+        fn(*args)
+    except OSError:  # already gone, or its pipe already closed
+        pass
+
+
+class ProcessGroup:
+    """Start tasks, relay their output with `[label]` prefixes, supervise, tear down.
+
+    Use as a context manager: SIGINT, SIGTERM and SIGHUP are caught while inside, so that
+    a signal to the launcher becomes an orderly stop of the whole job.
+    """
+
+    def __init__(self, grace=3.0, stdout=None, stderr=None):
+        self.grace = grace
+        self.members = []
+        self.interrupted = None
+        self._out = stdout or sys.stdout.buffer
+        self._err = stderr or sys.stderr.buffer
+        self._sel = selectors.DefaultSelector()
+        self._tails = collections.defaultdict(lambda: collections.deque(maxlen=TAIL_LINES))
+        self._reports = []  # exit reports from mpi_role, in arrival order
+        self._exit_order = []
+        self._hurry = False
+        self._old_handlers = {}
+
+    def __enter__(self):
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            self._old_handlers[signum] = signal.signal(signum, self._on_signal)
+        return self
+
+    def __exit__(self, *exc):
+        if any(m.returncode is None for m in self.members):
+            self._teardown()
+        for signum, handler in self._old_handlers.items():
+            signal.signal(signum, handler)
+
+    def _on_signal(self, signum, _frame):
+        if self.interrupted is not None:
+            self._hurry = True  # a second Ctrl+C: no more grace
+        self.interrupted = self.interrupted or signal.Signals(signum).name
+
+    def start(self, task):
+        """Start `task` in a new session, armed to die with the launcher."""
+        popen = subprocess.Popen(
+            task.argv, env=task.env, start_new_session=True,
+            stdin=subprocess.PIPE if task.stdin_line is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            preexec_fn=partial(arm_for_parent, os.getpid()))
+        member = Member(task, popen)
+        self.members.append(member)
+        if task.stdin_line is not None:
+            _quiet(popen.stdin.write, task.stdin_line)
+            _quiet(popen.stdin.flush)
+        for stream, out in ((popen.stdout, self._out), (popen.stderr, self._err)):
+            os.set_blocking(stream.fileno(), False)
+            self._sel.register(stream, selectors.EVENT_READ, (member, Lines(), out))
+        return member
+
+    def run(self, shutdown_timeout=10.0):
+        """Supervise until the job ends; return its Outcome.
+
+        The job ends well when every worker (or bundle) has exited 0 and then the
+        scheduler and servers exit on their own; those still running `shutdown_timeout`
+        seconds after the last worker are stopped and listed as lingering. It ends badly at
+        the first process that exits non-zero, or at a signal to the launcher.
+        """
+        finished_at = None
+        while True:
+            self._pump(0.05)
+            self._reap()
+            first = next((m for m in self._exit_order if m.failed), None)
+            if self.interrupted or first:
+                return self._finish(first)
+            live = [m for m in self.members if m.returncode is None]
+            if not live:
+                return self._finish(None)
+            if all(m.returncode == 0 for m in self.members if m.task.primary):
+                finished_at = finished_at or time.monotonic()
+                if time.monotonic() - finished_at >= shutdown_timeout:
+                    return self._finish(None, lingering=live)
+
+    def _finish(self, first, lingering=()):
+        outcome = Outcome(interrupted=self.interrupted,
+                          lingering=[m.task.label for m in lingering])
+        outcome.stopped = [m.task.label for m in self.members if m.returncode is None]
+        self._teardown()
+        if first is not None:
+            outcome.failure = self._describe_failure(first)
+            outcome.exit_code = outcome.failure.exit_code
+        elif self.interrupted:
+            outcome.exit_code = 128 + signal.Signals[self.interrupted].value
+        return outcome
+
+    def _teardown(self):
+        """Stop every live member: ask, wait up to the grace period, then SIGKILL groups."""
+        live = [m for m in self.members if m.returncode is None]
+        for m in live:
+            m.request_stop()
+        deadline = time.monotonic() + self.grace + 2.0  # the guard's own grace, plus slack
+        while self._alive() and time.monotonic() < deadline and not self._hurry:
+            self._pump(0.05)
+            self._reap()
+        for m in self.members:
+            if m.returncode is None:
+                m.kill_group()
+        deadline = time.monotonic() + 2.0
+        while (self._alive() or self._pipes_open()) and time.monotonic() < deadline:
+            self._pump(0.05)
+            self._reap()
+        self._close_pipes()
+
+    def _alive(self):
+        return any(m.returncode is None for m in self.members)
+
+    def _reap(self):
+        for m in self.members:
+            if m.returncode is None and m.popen.poll() is not None:
+                self._exit_order.append(m)
+                # Whatever it left in its group goes too. Now, not later: once the group
+                # is empty its number may be reused, and by then it is no longer ours.
+                m.kill_group()
+
+    def _pump(self, timeout):
+        if not self._sel.get_map():
+            time.sleep(timeout)
+            return
+        for key, _ in self._sel.select(timeout):
+            member, lines, out = key.data
+            try:
+                data = os.read(key.fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                self._sel.unregister(key.fileobj)
+                key.fileobj.close()
+            self._emit(member, lines.feed(data) if data else lines.flush(), out)
+
+    def _emit(self, member, lines, out):
+        shown = []
+        for line in lines:
+            if line.startswith(EXIT_MARKER):
+                self._record_report(line)
+                continue
+            if member.task.demux:
+                match = _LABEL.match(line)
+                label = match.group(1).decode() if match else member.task.label
+                if not match:
+                    line = b"[%s] %s" % (member.task.label.encode(), line)
+            else:
+                label = member.task.label
+                line = b"[%s] %s" % (label.encode(), line)
+            self._tails[label].append(line.decode("utf-8", "replace"))
+            shown.append(line + b"\n")
+        if shown:
+            try:
+                out.write(b"".join(shown))
+                out.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # nobody reads our output any more; the job goes on
+
+    def _record_report(self, line):
+        try:
+            self._reports.append(json.loads(line[len(EXIT_MARKER):]))
+        except ValueError:
+            pass
+
+    def _pipes_open(self):
+        return bool(self._sel.get_map())
+
+    def _close_pipes(self):
+        for key in list(self._sel.get_map().values()):
+            self._sel.unregister(key.fileobj)
+            key.fileobj.close()
+
+    def _describe_failure(self, member):
+        task = member.task
+        report = next((r for r in self._reports if r.get("returncode")), None)
+        if task.demux and report is not None:  # a rank inside mpirun/srun failed first
+            label = report["label"]
+            return Failure(label, report.get("host", "?"), report["returncode"],
+                           list(self._tails[label]))
+        tail = list(self._tails[task.label])
+        hint = task.diagnose(tail) if task.diagnose else None
+        return Failure(task.label, task.host, member.returncode, tail, hint)

@@ -1,0 +1,105 @@
+/* Declarations of the layer kernels: convolution columns, max pooling, batch norm, relu.
+ *
+ * Like the kvstore kernels (mgext.h), they work on validated, C-contiguous buffers of
+ * float32 (MG_F32) or float64 (MG_F64); module.c checks shapes and sizes first.  Each
+ * kernel runs over a half-open range of independent work items (rows, planes or channels)
+ * that mg_parallel_items hands to threads; no two items write the same memory, so the
+ * results never depend on the split.
+ */
+#ifndef MG_LAYERS_H
+#define MG_LAYERS_H
+
+#include "mgext.h"
+
+/* workers.c: run fn over the items [0, items) split into at most nthreads contiguous
+ * ranges, on a pool of persistent worker threads (the caller runs the first range). */
+void mg_parallel_items(size_t items, int nthreads, mg_range_fn fn, void *ctx);
+
+/* A 2-D sliding window over (N, C, H, W) images, and its oh x ow positions. */
+typedef struct {
+    size_t n, c, h, w;
+    size_t kh, kw, sh, sw, ph, pw, dh, dw;
+    size_t oh, ow;
+} mg_window;
+
+/* conv.c: columns (C*kh*kw, N*oh*ow): row (c, i, j), column (n, y, x) holds
+ * image[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw], 0 outside the image. */
+typedef struct {
+    int dtype;
+    mg_window g;
+    const void *src;
+    void *dst;
+} mg_cols_args;
+void mg_im2col_task(void *args, size_t begin, size_t end); /* items: column rows */
+void mg_col2im_task(void *args, size_t begin, size_t end); /* items: (c, n) planes */
+
+/* conv.c: dst (B, A, R) = src (A, B, R) with axes 0 and 1 swapped, plus bias[a] if given. */
+typedef struct {
+    int dtype;
+    size_t a, b, r;
+    const void *src;
+    const void *bias;
+    void *dst;
+} mg_swap_args;
+void mg_swap01_task(void *args, size_t begin, size_t end); /* items: dst rows (b, a) */
+
+/* winograd.c: F(2x2, 3x3) transforms between images (n, c, h, w) or outputs (n, c, oh, ow)
+ * and 16 planes (16, c, t) of t = n*th*tw tiles; items: (c, n) planes. */
+typedef struct {
+    int dtype;
+    size_t n, c, h, w, ph, pw, oh, ow, th, tw, t;
+    const void *src;
+    const void *bias;
+    void *dst;
+} mg_wino_args;
+void mg_wino_input_task(void *args, size_t begin, size_t end);
+void mg_wino_output_task(void *args, size_t begin, size_t end);
+void mg_wino_output_adjoint_task(void *args, size_t begin, size_t end);
+void mg_wino_input_adjoint_task(void *args, size_t begin, size_t end);
+
+/* maxpool.c: max pooling of (N, C, H, W) over a window with dilation 1 and no padding
+ * values (positions outside the image are skipped); argmax holds y*W + x or -1. */
+typedef struct {
+    int dtype;
+    mg_window g;
+    const void *x;
+    void *out;
+    int32_t *argmax;
+} mg_maxpool_args;
+void mg_maxpool_task(void *args, size_t begin, size_t end); /* items: (n, c) planes */
+
+typedef struct {
+    int dtype;
+    size_t planes, in_size, out_size;
+    const void *dy;
+    const int32_t *argmax;
+    void *dx;
+    int bad; /* set when an argmax entry is out of range (that entry is skipped) */
+} mg_maxpool_back_args;
+void mg_maxpool_back_task(void *args, size_t begin, size_t end); /* items: planes */
+
+/* batchnorm.c: data (outer, C, inner); per channel c over the other two axes. */
+typedef struct {
+    int dtype;
+    size_t outer, c, inner;
+    const void *x, *dy, *mean, *a, *b, *k;
+    void *out;
+    double *s1, *s2; /* per-channel double results */
+} mg_bn_args;
+void mg_bn_stats_task(void *args, size_t begin, size_t end);    /* s1 mean, s2 var */
+void mg_bn_forward_task(void *args, size_t begin, size_t end);  /* out = (x-mean)*a + b */
+void mg_bn_sums_task(void *args, size_t begin, size_t end);     /* s1 sum dy, s2 sum dy*(x-mean) */
+void mg_bn_backward_task(void *args, size_t begin, size_t end); /* out = (dy*a + (x-mean)*b) + k */
+
+/* relu.c: out = max(x, 0) (NaN kept) / out = dy * (x > 0); items: blocks of MG_RELU_BLOCK. */
+#define MG_RELU_BLOCK 4096
+typedef struct {
+    int dtype;
+    size_t n;
+    const void *x, *dy;
+    void *out;
+} mg_relu_args;
+void mg_relu_task(void *args, size_t begin, size_t end);
+void mg_relu_back_task(void *args, size_t begin, size_t end);
+
+#endif
