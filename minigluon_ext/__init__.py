@@ -47,10 +47,12 @@ ops_elemwise call them on host arrays), multi-threaded over rows, planes or chan
   the padding.  `col2im(cols, shape, ...)` is its adjoint: each image element starts at 0
   and adds its column entries in tap order (0, 0), (0, 1), ..., each step rounded.
 - `swap01(src, bias=None)`: (A, B, R) -> (B, A, R), + bias[a] (matmul rows <-> NCHW).
-- Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions, tiles in 16 planes (16, C, N*th*tw):
-  `winograd_input(x, pad)` = B^T d B, `winograd_output(m, shape, bias)` = A^T M A + bias,
-  and their adjoints `winograd_output_adjoint(dy)` = A dY A^T and
-  `winograd_input_adjoint(dv, shape, pad)` = B dV B^T summed into the image in tile order.
+- Winograd F(MxM, 3x3), M = `tile` = 2 or 4, for 3x3 stride-1 convolutions, tiles in
+  (M+2)^2 planes ((M+2)^2, C, N*th*tw): `winograd_input(x, pad)` = B^T d B,
+  `winograd_output(m, shape, bias)` = A^T M A + bias, and their adjoints
+  `winograd_output_adjoint(dy)` = A dY A^T and `winograd_input_adjoint(dv, shape, pad)` =
+  B dV B^T summed into the image in tile order.  Each product sums its nonzero terms in
+  ascending order, each rounded.
 - `max_pool2d(x, kernel, stride, pad, convention)` -> (out, int32 argmax y*W + x): the
   first NaN of a window, else its first maximum, row-major; positions outside the image
   are skipped (a window with none gives -inf, -1).  `max_pool2d_backward(dy, argmax, size)`
@@ -210,39 +212,40 @@ def swap01(src, bias=None, out=None, nthreads=None):
     return _impl.swap01(src, bias, out, nthreads)
 
 
-def winograd_input(x, pad=(1, 1), out=None, nthreads=None):
-    """Winograd F(2x2, 3x3) transforms B^T d B of the 4x4 input tiles of (N, C, H, W) x.
+def winograd_input(x, pad=(1, 1), tile=2, out=None, nthreads=None):
+    """Winograd F(tile x tile, 3x3) transforms B^T d B of the input tiles of (N, C, H, W) x.
 
-    Returns (16, C, N*th*tw): element (i, j) of tile (n, ty, tx) in plane 4*i + j, with
-    th, tw = ceil(oh/2), ceil(ow/2) for the 3x3 stride-1 output oh x ow.
+    tile: 2 or 4. Returns ((tile+2)^2, C, N*th*tw): element (i, j) of tile (n, ty, tx) in
+    plane (tile+2)*i + j, with th, tw = ceil(oh/tile), ceil(ow/tile) for the 3x3 stride-1
+    output oh x ow.
 
     >>> v = winograd_input(x, pad=1)                 # (32, 64, 32, 32) -> (16, 64, 8192)
     """
-    return _impl.winograd_input(x, pad, out, nthreads)
+    return _impl.winograd_input(x, pad, tile, out, nthreads)
 
 
-def winograd_output(m, shape, bias=None, out=None, nthreads=None):
-    """The (N, F, oh, ow) output of `shape` from Winograd products m (16, F, N*th*tw).
+def winograd_output(m, shape, bias=None, tile=2, out=None, nthreads=None):
+    """The (N, F, oh, ow) output of `shape` from Winograd products m ((tile+2)^2, F, tiles).
 
     >>> y = winograd_output(u @ v, (32, 64, 32, 32), bias)
     """
-    return _impl.winograd_output(m, shape, bias, out, nthreads)
+    return _impl.winograd_output(m, shape, bias, tile, out, nthreads)
 
 
-def winograd_output_adjoint(dy, out=None, nthreads=None):
-    """The adjoint of winograd_output (without bias): (16, F, N*th*tw) from dy (N, F, oh, ow).
+def winograd_output_adjoint(dy, tile=2, out=None, nthreads=None):
+    """The adjoint of winograd_output (without bias), from dy (N, F, oh, ow).
 
     >>> dm = winograd_output_adjoint(dy)
     """
-    return _impl.winograd_output_adjoint(dy, out, nthreads)
+    return _impl.winograd_output_adjoint(dy, tile, out, nthreads)
 
 
-def winograd_input_adjoint(dv, shape, pad=(1, 1), out=None, nthreads=None):
+def winograd_input_adjoint(dv, shape, pad=(1, 1), tile=2, out=None, nthreads=None):
     """The adjoint of winograd_input: the (N, C, H, W) image of `shape` summing the tiles.
 
     >>> dx = winograd_input_adjoint(u.swapaxes(1, 2) @ dm, x.shape, pad=1)
     """
-    return _impl.winograd_input_adjoint(dv, shape, pad, out, nthreads)
+    return _impl.winograd_input_adjoint(dv, shape, pad, tile, out, nthreads)
 
 
 def max_pool2d(x, kernel, stride=(1, 1), pad=(0, 0), convention="valid", nthreads=None):

@@ -365,16 +365,18 @@ def per_channel(fn, x, named):
     """Check that each (name, vector) is a contiguous (C,) array of x's dtype."""
     for name, v in named:
         array(fn, name, v, dtypes=LAYER_FLOATS)
-        like(fn, name, v, f"x's channels", np.empty(x.shape[1:2], x.dtype))
+        like(fn, name, v, "x's channels", np.empty(x.shape[1:2], x.dtype))
 
 
 def batch_norm_stats(x, nthreads):
+    """Check batch_norm_stats's arguments; return threads."""
     fn = "batch_norm_stats"
     channels(fn, x)
     return layer_threads(fn, x.size, nthreads)
 
 
 def batch_norm_forward(x, mean, scale, shift, out, nthreads):
+    """Check batch_norm_forward's arguments; return (out, threads)."""
     fn = "batch_norm_forward"
     channels(fn, x)
     per_channel(fn, x, (("mean", mean), ("scale", scale), ("shift", shift)))
@@ -383,6 +385,7 @@ def batch_norm_forward(x, mean, scale, shift, out, nthreads):
 
 
 def batch_norm_sums(x, dy, mean, nthreads):
+    """Check batch_norm_sums's arguments; return threads."""
     fn = "batch_norm_sums"
     channels(fn, x)
     array(fn, "dy", dy, dtypes=LAYER_FLOATS)
@@ -392,6 +395,7 @@ def batch_norm_sums(x, dy, mean, nthreads):
 
 
 def batch_norm_backward(x, dy, mean, a, b, k, out, nthreads):
+    """Check batch_norm_backward's arguments; return (out, threads)."""
     fn = "batch_norm_backward"
     channels(fn, x)
     array(fn, "dy", dy, dtypes=LAYER_FLOATS)
@@ -413,9 +417,19 @@ def relu(fn, x, dy, out, nthreads):
     return out, layer_threads(fn, x.size, nthreads)
 
 
-def winograd_tiles(oh, ow):
-    """(th, tw): the 2x2 output tiles of Winograd F(2x2, 3x3) over an oh x ow output."""
-    return (oh + 1) // 2, (ow + 1) // 2
+WINOGRAD_TILES = (2, 4)
+
+
+def winograd_tiles(oh, ow, tile=2):
+    """(th, tw): the tile x tile output tiles of Winograd F(tile, 3x3) over oh x ow."""
+    return -(-oh // tile), -(-ow // tile)
+
+
+def _winograd_tile(fn, tile):
+    if isinstance(tile, bool) or tile not in WINOGRAD_TILES:
+        raise ValueError(f"{fn}: tile must be 2 or 4 (F(2x2, 3x3) or F(4x4, 3x3)), "
+                         f"got {tile!r}")
+    return int(tile)
 
 
 def _winograd_image(fn, x, pad):
@@ -428,54 +442,63 @@ def _winograd_image(fn, x, pad):
     return (ph, pw), (oh, ow)
 
 
-def _winograd_planes(fn, name, planes, c, n, size):
-    """Check that `planes` holds the (16, c, n*th*tw) transforms of an output of `size`."""
+def _winograd_shape(c, n, size, tile):
+    """The planes' shape ((tile+2)^2, c, n*th*tw) for an output of `size`."""
+    th, tw = winograd_tiles(*size, tile)
+    return ((tile + 2) ** 2, c, n * th * tw)
+
+
+def _winograd_planes(fn, name, planes, c, n, size, tile):
+    """Check that `planes` holds the transforms of n samples' c channels, output `size`."""
     array(fn, name, planes, dtypes=LAYER_FLOATS)
-    th, tw = winograd_tiles(*size)
-    want = (16, c, n * th * tw)
+    want = _winograd_shape(c, n, size, tile)
     if planes.shape != want:
         raise ShapeError(f"{fn}: {name} has shape {planes.shape} but {n} sample(s) with {c} "
-                         f"channels and a {size[0]}x{size[1]} output need {want}")
+                         f"channels, a {size[0]}x{size[1]} output and tile {tile} need {want}")
 
 
-def winograd_input(x, pad, out, nthreads):
-    """Check winograd_input's arguments; return (pad, out, threads)."""
+def winograd_input(x, pad, tile, out, nthreads):
+    """Check winograd_input's arguments; return (pad, tile, out, threads)."""
     fn = "winograd_input"
     image(fn, "x", x)
+    tile = _winograd_tile(fn, tile)
     pad, size = _winograd_image(fn, x, pad)
-    th, tw = winograd_tiles(*size)
-    out = output(fn, out, (16, x.shape[1], x.shape[0] * th * tw), x.dtype, [("x", x)])
-    return pad, out, layer_threads(fn, out.size, nthreads)
+    out = output(fn, out, _winograd_shape(x.shape[1], x.shape[0], size, tile), x.dtype,
+                 [("x", x)])
+    return pad, tile, out, layer_threads(fn, out.size, nthreads)
 
 
-def winograd_output(m, shape, bias, out, nthreads):
-    """Check winograd_output's arguments; return (out, threads)."""
+def winograd_output(m, shape, bias, tile, out, nthreads):
+    """Check winograd_output's arguments; return (tile, out, threads)."""
     fn = "winograd_output"
+    tile = _winograd_tile(fn, tile)
     n, f, oh, ow = _shape4(fn, shape)
-    _winograd_planes(fn, "m", m, f, n, (oh, ow))
+    _winograd_planes(fn, "m", m, f, n, (oh, ow), tile)
     inputs = [("m", m)]
     if bias is not None:
         array(fn, "bias", bias, dtypes=LAYER_FLOATS)
         like(fn, "bias", bias, "the output's channels", np.empty(f, m.dtype))
         inputs.append(("bias", bias))
     out = output(fn, out, (n, f, oh, ow), m.dtype, inputs)
-    return out, layer_threads(fn, m.size, nthreads)
+    return tile, out, layer_threads(fn, m.size, nthreads)
 
 
-def winograd_output_adjoint(dy, out, nthreads):
-    """Check winograd_output_adjoint's arguments; return (out, threads)."""
+def winograd_output_adjoint(dy, tile, out, nthreads):
+    """Check winograd_output_adjoint's arguments; return (tile, out, threads)."""
     fn = "winograd_output_adjoint"
     image(fn, "dy", dy)
-    th, tw = winograd_tiles(*dy.shape[2:])
-    out = output(fn, out, (16, dy.shape[1], dy.shape[0] * th * tw), dy.dtype, [("dy", dy)])
-    return out, layer_threads(fn, out.size, nthreads)
+    tile = _winograd_tile(fn, tile)
+    out = output(fn, out, _winograd_shape(dy.shape[1], dy.shape[0], dy.shape[2:], tile),
+                 dy.dtype, [("dy", dy)])
+    return tile, out, layer_threads(fn, out.size, nthreads)
 
 
-def winograd_input_adjoint(dv, shape, pad, out, nthreads):
-    """Check winograd_input_adjoint's arguments; return (pad, out, threads)."""
+def winograd_input_adjoint(dv, shape, pad, tile, out, nthreads):
+    """Check winograd_input_adjoint's arguments; return (pad, tile, out, threads)."""
     fn = "winograd_input_adjoint"
+    tile = _winograd_tile(fn, tile)
     shape = _shape4(fn, shape)
     pad, size = _winograd_image(fn, np.empty((0, 0) + shape[2:]), pad)
-    _winograd_planes(fn, "dv", dv, shape[1], shape[0], size)
+    _winograd_planes(fn, "dv", dv, shape[1], shape[0], size, tile)
     out = output(fn, out, shape, dv.dtype, [("dv", dv)])
-    return pad, out, layer_threads(fn, dv.size, nthreads)
+    return pad, tile, out, layer_threads(fn, dv.size, nthreads)

@@ -202,68 +202,103 @@ def max_pool2d_backward(dy, argmax, size, out=None, nthreads=None):
     return out
 
 
-def winograd_input(x, pad=(1, 1), out=None, nthreads=None):
-    """Winograd F(2x2, 3x3) input tiles B^T d B, (16, C, N*th*tw), in NumPy."""
-    (ph, pw), out, _ = check.winograd_input(x, pad, out, nthreads)
+# The transform matrices of Winograd F(MxM, 3x3), M = 2 and 4 (src/winograd.c has the same)
+WINOGRAD_BT = {2: np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]),
+               4: np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
+                            [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]])}
+WINOGRAD_AT = {2: np.array([[1, 1, 1, 0], [0, 1, -1, -1]]),
+               4: np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0],
+                            [0, 1, -1, 8, -8, 1]])}
+
+
+def _combine(coefs, terms):
+    """sum of coef * term over the nonzero coefs, left to right (the C code's order)."""
+    acc = None
+    for c, t in zip(coefs, terms):
+        if c == 0:
+            continue
+        term = t if c == 1 else -t if c == -1 else t.dtype.type(c) * t
+        acc = term if acc is None else acc + term
+    return acc
+
+
+def _left(coef, x):
+    """out[i][j] = sum_k coef[i, k] * x[k][j], for lists of lists of arrays."""
+    return [[_combine(coef[i], [row[j] for row in x]) for j in range(len(x[0]))]
+            for i in range(coef.shape[0])]
+
+
+def _right(x, coef):
+    """out[i][j] = sum_k x[i][k] * coef[k, j]."""
+    return [[_combine(coef[:, j], row) for j in range(coef.shape[1])] for row in x]
+
+
+def winograd_input(x, pad=(1, 1), tile=2, out=None, nthreads=None):
+    """Winograd F(tile, 3x3) input tiles B^T d B, ((tile+2)^2, C, N*th*tw), in NumPy."""
+    (ph, pw), m, out, _ = check.winograd_input(x, pad, tile, out, nthreads)
     n, c, h, w = x.shape
-    th, tw = check.winograd_tiles(h + 2 * ph - 2, w + 2 * pw - 2)
-    grid = np.zeros((n, c, 2 * th + 2, 2 * tw + 2), x.dtype)
+    th, tw = check.winograd_tiles(h + 2 * ph - 2, w + 2 * pw - 2, m)
+    a, bt = m + 2, WINOGRAD_BT[m]
+    grid = np.zeros((n, c, m * th + 2, m * tw + 2), x.dtype)
     grid[:, :, ph:ph + h, pw:pw + w] = x
     s = grid.strides
-    d = as_strided(grid, (n, c, th, tw, 4, 4), s[:2] + (2 * s[2], 2 * s[3], s[2], s[3]))
-    d = d.transpose(4, 5, 1, 0, 2, 3)               # d[i][j]: (c, n, th, tw)
-    t = (d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3])
-    planes = out.reshape(4, 4, c, n, th, tw)
-    for i, ti in enumerate(t):
-        planes[i, 0], planes[i, 1] = ti[0] - ti[2], ti[1] + ti[2]
-        planes[i, 2], planes[i, 3] = ti[2] - ti[1], ti[1] - ti[3]
+    d = as_strided(grid, (n, c, th, tw, a, a), s[:2] + (m * s[2], m * s[3], s[2], s[3]))
+    d = d.transpose(4, 5, 1, 0, 2, 3)           # d[i][j]: (c, n, th, tw)
+    v = _right(_left(bt, list(d)), bt.T)
+    planes = out.reshape(a, a, c, n, th, tw)
+    for i in range(a):
+        for j in range(a):
+            planes[i, j] = v[i][j]
     return out
 
 
-def winograd_output(m, shape, bias=None, out=None, nthreads=None):
+def winograd_output(m, shape, bias=None, tile=2, out=None, nthreads=None):
     """The (N, F, oh, ow) output A^T M A (+ bias) of Winograd products m, in NumPy."""
-    out, _ = check.winograd_output(m, shape, bias, out, nthreads)
+    t, out, _ = check.winograd_output(m, shape, bias, tile, out, nthreads)
     n, f, oh, ow = out.shape
-    th, tw = check.winograd_tiles(oh, ow)
-    m = m.reshape(4, 4, f, n, th, tw)
-    s = ((m[0] + m[1]) + m[2], (m[1] - m[2]) - m[3])  # s[i][j]: (f, n, th, tw)
-    full = np.empty((n, f, 2 * th, 2 * tw), m.dtype)
-    for i, si in enumerate(s):
-        for j, o in enumerate(((si[0] + si[1]) + si[2], (si[1] - si[2]) - si[3])):
-            o = o.transpose(1, 0, 2, 3)
-            full[:, :, i::2, j::2] = o if bias is None else o + bias[None, :, None, None]
+    th, tw = check.winograd_tiles(oh, ow, t)
+    a, at = t + 2, WINOGRAD_AT[t]
+    planes = m.reshape(a, a, f, n, th, tw)
+    y = _right(_left(at, [list(row) for row in planes]), at.T)
+    full = np.empty((n, f, t * th, t * tw), m.dtype)
+    for i in range(t):
+        for j in range(t):
+            o = y[i][j].transpose(1, 0, 2, 3)
+            full[:, :, i::t, j::t] = o if bias is None else o + bias[None, :, None, None]
     out[...] = full[:, :, :oh, :ow]
     return out
 
 
-def winograd_output_adjoint(dy, out=None, nthreads=None):
-    """A dY A^T of every output tile of dy, (16, F, N*th*tw), in NumPy."""
-    out, _ = check.winograd_output_adjoint(dy, out, nthreads)
+def winograd_output_adjoint(dy, tile=2, out=None, nthreads=None):
+    """A dY A^T of every output tile of dy, ((tile+2)^2, F, N*th*tw), in NumPy."""
+    m, out, _ = check.winograd_output_adjoint(dy, tile, out, nthreads)
     n, f, oh, ow = dy.shape
-    th, tw = check.winograd_tiles(oh, ow)
-    g = np.zeros((n, f, 2 * th, 2 * tw), dy.dtype)
+    th, tw = check.winograd_tiles(oh, ow, m)
+    a, at = m + 2, WINOGRAD_AT[m]
+    g = np.zeros((n, f, m * th, m * tw), dy.dtype)
     g[:, :, :oh, :ow] = dy
-    e0, e1 = ([g[:, :, i::2, j::2].transpose(1, 0, 2, 3) for j in range(2)] for i in range(2))
-    r = (e0, [a + b for a, b in zip(e0, e1)], [a - b for a, b in zip(e0, e1)], [-b for b in e1])
-    planes = out.reshape(4, 4, f, n, th, tw)
-    for i, (r0, r1) in enumerate(r):
-        planes[i, 0], planes[i, 1], planes[i, 2], planes[i, 3] = r0, r0 + r1, r0 - r1, -r1
+    e = [[g[:, :, i::m, j::m].transpose(1, 0, 2, 3) for j in range(m)] for i in range(m)]
+    dm = _right(_left(at.T, e), at)
+    planes = out.reshape(a, a, f, n, th, tw)
+    for i in range(a):
+        for j in range(a):
+            planes[i, j] = dm[i][j]
     return out
 
 
-def winograd_input_adjoint(dv, shape, pad=(1, 1), out=None, nthreads=None):
+def winograd_input_adjoint(dv, shape, pad=(1, 1), tile=2, out=None, nthreads=None):
     """The image of `shape` summing B dV B^T of every tile (in tile order), in NumPy."""
-    (ph, pw), out, _ = check.winograd_input_adjoint(dv, shape, pad, out, nthreads)
+    (ph, pw), m, out, _ = check.winograd_input_adjoint(dv, shape, pad, tile, out, nthreads)
     n, c, h, w = out.shape
-    th, tw = check.winograd_tiles(h + 2 * ph - 2, w + 2 * pw - 2)
-    v = dv.reshape(4, 4, c, n, th, tw)
-    r = ((v[0]), (v[1] - v[2]) + v[3], (v[1] + v[2]) - v[0], -v[3])  # r[i][j]
-    dd = [(ri[0], (ri[1] - ri[2]) + ri[3], (ri[1] + ri[2]) - ri[0], -ri[3]) for ri in r]
-    grid = np.zeros((n, c, 2 * th + 2, 2 * tw + 2), dv.dtype)
+    th, tw = check.winograd_tiles(h + 2 * ph - 2, w + 2 * pw - 2, m)
+    a, bt = m + 2, WINOGRAD_BT[m]
+    planes = dv.reshape(a, a, c, n, th, tw)
+    dd = _right(_left(bt.T, [list(row) for row in planes]), bt)
+    grid = np.zeros((n, c, m * th + 2, m * tw + 2), dv.dtype)
     # last tile offset first: every element then receives its tiles in tile order
-    for i in range(3, -1, -1):
-        for j in range(3, -1, -1):
-            grid[:, :, i:i + 2 * th:2, j:j + 2 * tw:2] += dd[i][j].transpose(1, 0, 2, 3)
+    for i in range(a - 1, -1, -1):
+        for j in range(a - 1, -1, -1):
+            grid[:, :, i:i + m * th:m, j:j + m * tw:m] += dd[i][j].transpose(1, 0, 2, 3)
     out[...] = grid[:, :, ph:ph + h, pw:pw + w]
     return out
 

@@ -94,31 +94,32 @@ def max_pool2d_backward(dy, argmax, size, out=None, nthreads=None):
     return out
 
 
-def winograd_input(x, pad=(1, 1), out=None, nthreads=None):
-    """Winograd F(2x2, 3x3) input tiles B^T d B, (16, C, N*th*tw), in C."""
-    (ph, pw), out, threads = check.winograd_input(x, pad, out, nthreads)
-    _kernels.winograd(0, x, out, None, ph, pw, threads)
+def winograd_input(x, pad=(1, 1), tile=2, out=None, nthreads=None):
+    """Winograd F(tile, 3x3) input tiles B^T d B, ((tile+2)^2, C, N*th*tw), in C."""
+    (ph, pw), tile, out, threads = check.winograd_input(x, pad, tile, out, nthreads)
+    _kernels.winograd(0, x, out, None, ph, pw, tile, threads)
     return out
 
 
-def winograd_output(m, shape, bias=None, out=None, nthreads=None):
+def winograd_output(m, shape, bias=None, tile=2, out=None, nthreads=None):
     """The (N, F, oh, ow) output A^T M A (+ bias) of Winograd products m, in C."""
-    out, threads = check.winograd_output(m, shape, bias, out, nthreads)
-    _kernels.winograd(1, m, out, bias, 0, 0, threads)
+    tile, out, threads = check.winograd_output(m, shape, bias, tile, out, nthreads)
+    _kernels.winograd(1, m, out, bias, 0, 0, tile, threads)
     return out
 
 
-def winograd_output_adjoint(dy, out=None, nthreads=None):
-    """A dY A^T of every output tile of dy, (16, F, N*th*tw), in C."""
-    out, threads = check.winograd_output_adjoint(dy, out, nthreads)
-    _kernels.winograd(2, dy, out, None, 0, 0, threads)
+def winograd_output_adjoint(dy, tile=2, out=None, nthreads=None):
+    """A dY A^T of every output tile of dy, ((tile+2)^2, F, N*th*tw), in C."""
+    tile, out, threads = check.winograd_output_adjoint(dy, tile, out, nthreads)
+    _kernels.winograd(2, dy, out, None, 0, 0, tile, threads)
     return out
 
 
-def winograd_input_adjoint(dv, shape, pad=(1, 1), out=None, nthreads=None):
+def winograd_input_adjoint(dv, shape, pad=(1, 1), tile=2, out=None, nthreads=None):
     """The image of `shape` summing B dV B^T of every tile, in C."""
-    (ph, pw), out, threads = check.winograd_input_adjoint(dv, shape, pad, out, nthreads)
-    _kernels.winograd(3, dv, out, None, ph, pw, threads)
+    (ph, pw), tile, out, threads = check.winograd_input_adjoint(dv, shape, pad, tile, out,
+                                                               nthreads)
+    _kernels.winograd(3, dv, out, None, ph, pw, tile, threads)
     return out
 
 

@@ -1,8 +1,9 @@
 """Convolution, Deconvolution and Pooling on channel-first data: NCW, NCHW and NCDHW.
 
 Convolution is im2col plus one batched matmul. On host (NumPy) float32/float64 arrays, 2-D
-convolution and max pooling run on minigluon_ext's multi-threaded C kernels (`_HostConv`,
-`_host_max_pool`): columns (C*kh*kw, n*P) for a few samples at a time, one matmul per chunk.
+convolution and max pooling run on minigluon_ext's multi-threaded C kernels, a few samples
+at a time: Winograd F(4x4, 3x3) or F(2x2, 3x3) for 3x3 stride-1 kernels (`_HostWinograd`),
+else columns (C*kh*kw, n*P) and one matmul per chunk (`_HostConv`); `_host_max_pool`.
 Elsewhere (CuPy, 1-D and 3-D, float16) the column matrix comes in one of two layouts
 (`_Columns`): batch-outer columns (N, K, P) give NCHW outputs straight from the matmul;
 batch-inner columns (K, P*N) keep rows long and contiguous, which makes im2col and col2im
@@ -19,6 +20,7 @@ import numpy as np
 
 import minigluon_ext as ext
 
+from .. import autograd
 from ..base import MXNetError, ShapeError
 from .registry import register
 
@@ -30,6 +32,12 @@ _HOST_KERNELS = True
 # host convolutions build the columns of this many bytes at a time, so they are still in
 # cache when the matmul reads them
 _CHUNK_BYTES = 4 << 20
+# host weight gradients of fewer elements than this sum per-sample products (_HostConv._small)
+_SMALL_WEIGHT = 4096
+# 3x3 stride-1 host convolutions use Winograd (tests turn this off): F(4x4, 3x3) when the
+# output is at least this big on both sides, else F(2x2, 3x3)
+_WINOGRAD = True
+_WINOGRAD4_MIN = 8
 
 
 # ---- attributes and geometry -------------------------------------------------------------
@@ -246,15 +254,28 @@ class _HostConv:
         dx = np.empty((dy.shape[0], self.channels) + self.win.size, w.dtype) if need_x else None
         dw, w3 = None, self._weights(w)
         for a, b in self._chunks(dy.shape[0]):
-            rows = self._rows(dy[a:b])
+            rows = self._rows(dy[a:b]) if need_x or not self._small(w) else None
             if need_x:
                 cols = w3.swapaxes(-1, -2) @ rows
                 ext.col2im(cols.reshape(-1, cols.shape[-1]), dx[a:b].shape, **self.geometry,
                            out=dx[a:b])
             if need_w:
-                part = rows @ self._im2col(np.ascontiguousarray(x[a:b])).swapaxes(-1, -2)
+                part = self._weight_part(dy[a:b], rows, np.ascontiguousarray(x[a:b]), w)
                 dw = part if dw is None else np.add(dw, part, out=dw)
         return dx, (dw.reshape(w.shape) if need_w else None)
+
+    def _small(self, w):
+        # a tiny weight (LeNet's first layer): one matmul (F, n*P) @ (n*P, K) would run on
+        # one core, as BLAS splits the output, not the sum; per-sample matmuls are faster
+        return self.groups == 1 and w.size < _SMALL_WEIGHT
+
+    def _weight_part(self, dy, rows, x, w):
+        """This chunk's weight gradient: rows @ columns^T."""
+        cols = self._im2col(x)
+        if rows is not None:
+            return rows @ cols.swapaxes(-1, -2)
+        per_sample = cols.reshape(cols.shape[0], dy.shape[0], self.p).transpose(1, 2, 0)
+        return (dy.reshape(dy.shape[0], dy.shape[1], self.p) @ per_sample).sum(axis=0)
 
     def _im2col(self, x):
         cols = ext.im2col(x, **self.geometry)
@@ -274,37 +295,47 @@ class _HostConv:
         return ((a, min(a + self.step, n)) for a in range(0, n, self.step))
 
 
-# Winograd F(2x2, 3x3) weight transform U = G g G^T, on flattened 3x3 kernels: kron(G, G)
-_WINOGRAD_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
-_WINOGRAD_GG = np.kron(_WINOGRAD_G, _WINOGRAD_G)
+# Winograd F(MxM, 3x3) weight transforms U = G g G^T, as kron(G, G) on flattened kernels
+_WINOGRAD_G = {2: np.array([[1, 0, 0], [1 / 2, 1 / 2, 1 / 2], [1 / 2, -1 / 2, 1 / 2], [0, 0, 1]]),
+               4: np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+                            [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]])}
+_WINOGRAD_GG = {m: np.kron(g, g) for m, g in _WINOGRAD_G.items()}
 
 
 class _HostWinograd(_HostConv):
-    """3x3 stride-1 convolution of host arrays by Winograd F(2x2, 3x3), 2.25x fewer products.
+    """3x3 stride-1 convolution of host arrays by Winograd F(MxM, 3x3).
 
-    Per chunk of samples: input tiles V = ext.winograd_input (16, C, T), 16 matmuls
-    M = U @ V with the transformed weight U (16, F, C), output ext.winograd_output. Backward
-    takes dM = ext.winograd_output_adjoint(dy), dV = U^T @ dM back through
-    ext.winograd_input_adjoint, and dU = dM @ V^T back through the weight transform.
+    M = 4 (4x fewer products than im2col) on outputs of at least _WINOGRAD4_MIN per side,
+    else M = 2 (2.25x fewer). With P = (M+2)^2, per chunk of samples: input tiles V =
+    ext.winograd_input (P, C, T), P matmuls M = U @ V with the transformed weight U
+    (P, F, C), output ext.winograd_output. Backward takes dM = ext.winograd_output_adjoint(dy),
+    dV = U^T @ dM back through ext.winograd_input_adjoint, and dU = dM @ V^T back through the
+    weight transform.
     """
 
     def __init__(self, win, channels, dtype):
         super().__init__(win, 1, channels, dtype)
-        th, tw = ext.winograd_tiles(*win.out)
-        self.step = max(1, _CHUNK_BYTES // (16 * channels * th * tw * np.dtype(dtype).itemsize))
+        self.tile = 4 if min(win.out) >= _WINOGRAD4_MIN else 2
+        th, tw = ext.winograd_tiles(*win.out, self.tile)
+        planes = (self.tile + 2) ** 2 * channels * th * tw * np.dtype(dtype).itemsize
+        self.step = max(1, _CHUNK_BYTES // planes)
 
     @staticmethod
     def applies(win, groups):
-        return (win.kernel == (3, 3) and win.stride == (1, 1) and win.dilate == (1, 1)
-                and groups == 1)
+        return (_WINOGRAD and win.kernel == (3, 3) and win.stride == (1, 1) and
+                win.dilate == (1, 1) and groups == 1)
 
     def forward(self, x, w, bias=None):
         x, u = np.ascontiguousarray(x), self._transform(w)
-        self.u = (w, u)                                   # backward reuses it
+        # backward reuses U, and the input tiles if a backward is coming (recomputing them
+        # from x costs more than reading them back)
+        self.u, self.tiles = (w, u), ([] if autograd.is_recording() else None)
         out = np.empty((x.shape[0], w.shape[0]) + self.win.out, x.dtype)
         for a, b in self._chunks(x.shape[0]):
-            m = u @ ext.winograd_input(x[a:b], self.win.pad)
-            ext.winograd_output(m, out[a:b].shape, bias, out=out[a:b])
+            v = ext.winograd_input(x[a:b], self.win.pad, self.tile)
+            if self.tiles is not None:
+                self.tiles.append((x, v))
+            ext.winograd_output(u @ v, out[a:b].shape, bias, self.tile, out=out[a:b])
         return out
 
     def backward(self, dy, x, w, need_x=True, need_w=True):
@@ -312,30 +343,31 @@ class _HostWinograd(_HostConv):
         u = kept[1] if kept is not None and kept[0] is w else self._transform(w)
         dy = np.ascontiguousarray(dy, dtype=w.dtype)
         dx = np.empty((dy.shape[0], self.channels) + self.win.size, w.dtype) if need_x else None
-        du = None
-        for a, b in self._chunks(dy.shape[0]):
-            dm = ext.winograd_output_adjoint(dy[a:b])
+        du, kept = None, getattr(self, "tiles", None)
+        for k, (a, b) in enumerate(self._chunks(dy.shape[0])):
+            dm = ext.winograd_output_adjoint(dy[a:b], self.tile)
             if need_x:
                 ext.winograd_input_adjoint(u.swapaxes(1, 2) @ dm, dx[a:b].shape, self.win.pad,
-                                           out=dx[a:b])
+                                           self.tile, out=dx[a:b])
             if need_w:
-                v = ext.winograd_input(np.ascontiguousarray(x[a:b]), self.win.pad)
+                v = kept[k][1] if kept and kept[k][0] is x else \
+                    ext.winograd_input(np.ascontiguousarray(x[a:b]), self.win.pad, self.tile)
                 part = dm @ v.swapaxes(1, 2)
                 du = part if du is None else np.add(du, part, out=du)
+        self.tiles = None
         return dx, (self._transform_grad(du) if need_w else None)
 
-    @staticmethod
-    def _transform(w):
-        """U (16, F, C): U[4i + j, f, c] = (G w[f, c] G^T)[i, j], as one matmul."""
+    def _transform(self, w):
+        """U (P, F, C): U[(M+2)i + j, f, c] = (G w[f, c] G^T)[i, j], as one matmul."""
         f, c = w.shape[:2]
         w2 = np.ascontiguousarray(w).reshape(f * c, 9)
-        return (_WINOGRAD_GG.astype(w.dtype) @ w2.T).reshape(16, f, c)
+        return (_WINOGRAD_GG[self.tile].astype(w.dtype) @ w2.T).reshape(-1, f, c)
 
-    @staticmethod
-    def _transform_grad(du):
+    def _transform_grad(self, du):
         """The gradient for w of sum(du * U(w)): G^T du[f, c] G, (F, C, 3, 3)."""
-        f, c = du.shape[1:]
-        return (du.reshape(16, f * c).T @ _WINOGRAD_GG.astype(du.dtype)).reshape(f, c, 3, 3)
+        p, f, c = du.shape
+        gg = _WINOGRAD_GG[self.tile].astype(du.dtype)
+        return (du.reshape(p, f * c).T @ gg).reshape(f, c, 3, 3)
 
 
 def _host_conv(win, groups, channels, dtype):

@@ -62,6 +62,8 @@ _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda xp, x, y, dy: dy / (2 * y))
 _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda xp, x, y, dy: -0.5 * dy * y * y * y)
 _unary("cbrt", lambda xp, x: xp.cbrt(x), lambda xp, x, y, dy: dy / (3 * y * y))
 _unary("square", lambda xp, x: x * x, lambda xp, x, y, dy: 2 * dy * x)
+
+
 def _on_host(xp, *arrays):
     """True for big C-contiguous host arrays of one dtype that minigluon_ext's kernels take."""
     a = arrays[0]

@@ -130,10 +130,7 @@ def batch_norm(xp, data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentu
         return out, host_backward
     if training:
         mean, var = work.mean(axis=red), work.var(axis=red)
-        moving_mean *= momentum
-        moving_mean += (1 - momentum) * mean.astype(moving_mean.dtype)
-        moving_var *= momentum
-        moving_var += (1 - momentum) * var.astype(moving_var.dtype)
+        _update_moving(moving_mean, moving_var, mean, var, momentum)
     else:
         mean, var = moving_mean.astype(work.dtype), moving_var.astype(work.dtype)
     inv_std = 1 / xp.sqrt(var + eps)

@@ -34,6 +34,18 @@ static inline ptrdiff_t input_row(const mg_window *g, size_t y, size_t i)
 }
 
 #define DEFINE_IM2COL(T, SUF)                                                               \
+    /* rows are short (a feature map's width): a loop beats memcpy's call */                \
+    MG_CLONES static void copy_run_##SUF(T *restrict dst, const T *restrict src, size_t n,  \
+                                         size_t step)                                       \
+    {                                                                                       \
+        if (step == 1)                                                                      \
+            for (size_t k = 0; k < n; k++)                                                  \
+                dst[k] = src[k];                                                            \
+        else                                                                                \
+            for (size_t k = 0; k < n; k++)                                                  \
+                dst[k] = src[k * step];                                                     \
+    }                                                                                       \
+                                                                                            \
     static void im2col_row_##SUF(const mg_window *g, const T *x, T *dst, size_t r)          \
     {                                                                                       \
         size_t j = r % g->kw, i = r / g->kw % g->kh, c = r / (g->kw * g->kh);              \
@@ -49,13 +61,12 @@ static inline ptrdiff_t input_row(const mg_window *g, size_t y, size_t i)
                     continue;                                                               \
                 }                                                                           \
                 const T *src = plane + (size_t)row * g->w;                                  \
-                memset(dst, 0, lo * sizeof(T));                                             \
-                if (hi > lo && g->sw == 1)                                                  \
-                    memcpy(dst + lo, src + x0, (hi - lo) * sizeof(T));                      \
-                else if (hi > lo)                                                           \
-                    for (size_t k = 0; k < hi - lo; k++)                                    \
-                        dst[lo + k] = src[x0 + (ptrdiff_t)(k * g->sw)];                     \
-                memset(dst + hi, 0, (g->ow - hi) * sizeof(T));                              \
+                for (size_t k = 0; k < lo; k++)                                             \
+                    dst[k] = 0;                                                             \
+                if (hi > lo)                                                                \
+                    copy_run_##SUF(dst + lo, src + x0, hi - lo, g->sw);                     \
+                for (size_t k = hi; k < g->ow; k++)                                         \
+                    dst[k] = 0;                                                             \
             }                                                                               \
         }                                                                                   \
     }                                                                                       \

@@ -43,11 +43,11 @@ typedef struct {
 } mg_swap_args;
 void mg_swap01_task(void *args, size_t begin, size_t end); /* items: dst rows (b, a) */
 
-/* winograd.c: F(2x2, 3x3) transforms between images (n, c, h, w) or outputs (n, c, oh, ow)
- * and 16 planes (16, c, t) of t = n*th*tw tiles; items: (c, n) planes. */
+/* winograd.c: F(MxM, 3x3) transforms (M = m, 2 or 4) between images (n, c, h, w) or
+ * outputs (n, c, oh, ow) and (m+2)^2 planes (., c, t) of t = n*th*tw tiles; items: channels. */
 typedef struct {
     int dtype;
-    size_t n, c, h, w, ph, pw, oh, ow, th, tw, t;
+    size_t m, n, c, h, w, ph, pw, oh, ow, th, tw, t;
     const void *src;
     const void *bias;
     void *dst;

@@ -9,32 +9,56 @@
 
 #include "layers.h"
 
-static inline size_t clamp(ptrdiff_t v, size_t hi)
+/* The output columns x in [lo, hi) whose input column x*s - p + j lies in [0, w). */
+static void columns(size_t w, size_t ow, size_t s, size_t p, size_t j, size_t *lo, size_t *hi)
 {
-    return v < 0 ? 0 : (size_t)v > hi ? hi : (size_t)v;
+    ptrdiff_t first = (ptrdiff_t)j - (ptrdiff_t)p;
+    ptrdiff_t a = first >= 0 ? 0 : (-first + (ptrdiff_t)s - 1) / (ptrdiff_t)s;
+    ptrdiff_t last = (ptrdiff_t)w - 1 - first;
+    ptrdiff_t b = last < 0 ? 0 : last / (ptrdiff_t)s + 1;
+    if (b > (ptrdiff_t)ow)
+        b = (ptrdiff_t)ow;
+    if (a > b)
+        a = b;
+    *lo = (size_t)a, *hi = (size_t)b;
 }
 
+/* Each output row starts at (-inf, -1); the window's taps are then applied in row-major
+ * order, each to the whole row of outputs at once and without branches, so the compiler
+ * vectorizes it: a tap wins when nothing won yet, when it is larger, or when it is the
+ * first NaN. */
 #define DEFINE_MAXPOOL(T, SUF)                                                              \
+    MG_CLONES static void tap_##SUF(const T *restrict src, size_t step, T *restrict m,       \
+                                    int32_t *restrict am, size_t n, int32_t at)             \
+    {                                                                                       \
+        for (size_t k = 0; k < n; k++) {                                                    \
+            T v = src[k * step];                                                            \
+            int take = (am[k] < 0) | (v > m[k]) | ((v != v) & (m[k] == m[k]));             \
+            m[k] = take ? v : m[k];                                                         \
+            am[k] = take ? at + (int32_t)(k * step) : am[k];                                \
+        }                                                                                   \
+    }                                                                                       \
+                                                                                            \
     static void maxpool_plane_##SUF(const mg_window *g, const T *x, T *out, int32_t *am)    \
     {                                                                                       \
         for (size_t y = 0; y < g->oh; y++) {                                                \
-            ptrdiff_t r0 = (ptrdiff_t)(y * g->sh) - (ptrdiff_t)g->ph;                       \
-            size_t rlo = clamp(r0, g->h), rhi = clamp(r0 + (ptrdiff_t)g->kh, g->h);         \
-            for (size_t xo = 0; xo < g->ow; xo++, out++, am++) {                            \
-                ptrdiff_t c0 = (ptrdiff_t)(xo * g->sw) - (ptrdiff_t)g->pw;                  \
-                size_t clo = clamp(c0, g->w), chi = clamp(c0 + (ptrdiff_t)g->kw, g->w);     \
-                T m = (T)-INFINITY;                                                         \
-                int32_t best = -1;                                                          \
-                for (size_t r = rlo; r < rhi; r++)                                          \
-                    for (size_t c = clo; c < chi; c++) {                                    \
-                        T v = x[r * g->w + c];                                              \
-                        if (best < 0 || v > m || (v != v && m == m)) {                      \
-                            m = v;                                                          \
-                            best = (int32_t)(r * g->w + c);                                 \
-                        }                                                                   \
-                    }                                                                       \
-                *out = m;                                                                   \
-                *am = best;                                                                 \
+            T *m = out + y * g->ow;                                                         \
+            int32_t *a = am + y * g->ow;                                                    \
+            for (size_t k = 0; k < g->ow; k++)                                              \
+                m[k] = (T)-INFINITY, a[k] = -1;                                             \
+            for (size_t i = 0; i < g->kh; i++) {                                            \
+                ptrdiff_t r = (ptrdiff_t)(y * g->sh + i) - (ptrdiff_t)g->ph;                \
+                if (r < 0 || r >= (ptrdiff_t)g->h)                                          \
+                    continue;                                                               \
+                for (size_t j = 0; j < g->kw; j++) {                                        \
+                    size_t lo, hi;                                                          \
+                    columns(g->w, g->ow, g->sw, g->pw, j, &lo, &hi);                        \
+                    if (lo >= hi)                                                           \
+                        continue;                                                           \
+                    size_t c = lo * g->sw + j - g->pw;                                      \
+                    tap_##SUF(x + (size_t)r * g->w + c, g->sw, m + lo, a + lo, hi - lo,     \
+                              (int32_t)((size_t)r * g->w + c));                             \
+                }                                                                           \
             }                                                                               \
         }                                                                                   \
     }                                                                                       \

@@ -572,8 +572,9 @@ static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* winograd(kind, src, dst, bias, ph, pw, nthreads); kind 0 input, 1 output, 2 output
- * adjoint, 3 input adjoint.  The 4-D side (image or output) gives the geometry. */
+/* winograd(kind, src, dst, bias, ph, pw, m, nthreads); kind 0 input, 1 output, 2 output
+ * adjoint, 3 input adjoint; m the output tile size, 2 or 4.  The 4-D side (image or
+ * output) gives the geometry. */
 static PyObject *py_winograd(PyObject *self, PyObject *args)
 {
     static const char *fn = "winograd";
@@ -581,14 +582,16 @@ static PyObject *py_winograd(PyObject *self, PyObject *args)
                                          mg_wino_output_adjoint_task, mg_wino_input_adjoint_task};
     PyObject *src_obj, *dst_obj, *bias_obj;
     Py_ssize_t ph, pw;
-    int kind, nthreads, dtype;
+    int kind, m, nthreads, dtype;
     mg_buffers b = {.held = 0};
     mg_wino_args a;
-    if (!PyArg_ParseTuple(args, "iOOOnni", &kind, &src_obj, &dst_obj, &bias_obj, &ph, &pw,
-                          &nthreads))
+    if (!PyArg_ParseTuple(args, "iOOOnnii", &kind, &src_obj, &dst_obj, &bias_obj, &ph, &pw,
+                          &m, &nthreads))
         return NULL;
     if (kind < 0 || kind > 3)
         return PyErr_Format(PyExc_ValueError, "%s: kind must be 0..3, got %d", fn, kind);
+    if (m != 2 && m != 4)
+        return PyErr_Format(PyExc_ValueError, "%s: tile must be 2 or 4, got %d", fn, m);
     if (ph < 0 || pw < 0 || ph > MG_MAX_WINDOW || pw > MG_MAX_WINDOW)
         return PyErr_Format(PyExc_ValueError, "%s: pad must be in [0, %zd]", fn, MG_MAX_WINDOW);
     int image_is_src = kind == 0 || kind == 2, is_image = kind == 0 || kind == 3;
@@ -608,8 +611,8 @@ static PyObject *py_winograd(PyObject *self, PyObject *args)
     } else {
         a.oh = (size_t)img->shape[2], a.ow = (size_t)img->shape[3], a.h = a.w = 0;
     }
-    a.th = (a.oh + 1) / 2, a.tw = (a.ow + 1) / 2;
-    size_t dims[5] = {16, a.c, a.n, a.th, a.tw}, planes;
+    a.m = (size_t)m, a.th = (a.oh + a.m - 1) / a.m, a.tw = (a.ow + a.m - 1) / a.m;
+    size_t dims[5] = {(a.m + 2) * (a.m + 2), a.c, a.n, a.th, a.tw}, planes;
     if (product(fn, dims, 5, &planes) < 0)
         return fail(&b);
     a.t = a.n * a.th * a.tw;
@@ -629,7 +632,7 @@ static PyObject *py_winograd(PyObject *self, PyObject *args)
     }
     a.src = image_is_src ? img->buf : other->buf;
     a.dst = image_is_src ? other->buf : img->buf;
-    return run_layer(&b, a.c * a.n, nthreads, tasks[kind], &a);
+    return run_layer(&b, a.c, nthreads, tasks[kind], &a);
 }
 
 /* batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads): x is (outer, C, inner);
@@ -759,7 +762,7 @@ static PyMethodDef methods[] = {
     {"max_pool2d_backward", py_max_pool2d_backward, METH_VARARGS,
      "max_pool2d_backward(dy, argmax, out, nthreads)"},
     {"winograd", py_winograd, METH_VARARGS,
-     "winograd(kind, src, out, bias_or_None, ph, pw, nthreads)"},
+     "winograd(kind, src, out, bias_or_None, ph, pw, tile, nthreads)"},
     {"batch_norm", py_batch_norm, METH_VARARGS,
      "batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads)"},
     {"relu", py_relu, METH_VARARGS, "relu(x, dy_or_None, out, nthreads)"},

@@ -140,52 +140,71 @@ def test_swap01(path, dtype, nthreads):
                   src.swapaxes(0, 1) + bias[None, :, None])
 
 
-# ---------------------------------------------------------------- Winograd F(2x2, 3x3)
+# ---------------------------------------------------------------- Winograd F(MxM, 3x3)
 
 WINOGRAD = [((2, 3, 7, 9), (1, 1)), ((1, 2, 4, 4), (0, 0)), ((3, 2, 5, 6), (2, 1)),
-            ((2, 3, 3, 3), (0, 1)), ((1, 4, 1, 1), (1, 1)), ((2, 5, 32, 32), (1, 1))]
+            ((2, 3, 3, 3), (0, 1)), ((1, 4, 1, 1), (1, 1)), ((2, 5, 32, 32), (1, 1)),
+            ((1, 2, 19, 40), (1, 0))]
 
 
+@pytest.mark.parametrize("tile", [2, 4])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("nthreads", THREADS)
-def test_winograd_transforms_match_fallback(c, dtype, nthreads):
+def test_winograd_transforms_match_fallback(c, tile, dtype, nthreads):
     rng = np.random.default_rng(4)
     for shape, pad in WINOGRAD:
         x = randn(rng, shape, dtype)
-        v = c.winograd_input(x, pad, nthreads=nthreads)
-        same_bits(v, fallback.winograd_input(x, pad))
+        v = c.winograd_input(x, pad, tile, nthreads=nthreads)
+        same_bits(v, fallback.winograd_input(x, pad, tile))
         out = (shape[0], 3) + tuple(n + 2 * p - 2 for n, p in zip(shape[2:], pad))
-        m, bias = randn(rng, (16, 3, v.shape[2]), dtype), randn(rng, 3, dtype)
+        m, bias = randn(rng, (v.shape[0], 3, v.shape[2]), dtype), randn(rng, 3, dtype)
         for b in (None, bias):
-            same_bits(c.winograd_output(m, out, b, nthreads=nthreads),
-                      fallback.winograd_output(m, out, b))
+            same_bits(c.winograd_output(m, out, b, tile, nthreads=nthreads),
+                      fallback.winograd_output(m, out, b, tile))
         dy = randn(rng, out, dtype)
-        same_bits(c.winograd_output_adjoint(dy, nthreads=nthreads),
-                  fallback.winograd_output_adjoint(dy))
+        same_bits(c.winograd_output_adjoint(dy, tile, nthreads=nthreads),
+                  fallback.winograd_output_adjoint(dy, tile))
         dv = randn(rng, v.shape, dtype)
-        same_bits(c.winograd_input_adjoint(dv, shape, pad, nthreads=nthreads),
-                  fallback.winograd_input_adjoint(dv, shape, pad))
+        same_bits(c.winograd_input_adjoint(dv, shape, pad, tile, nthreads=nthreads),
+                  fallback.winograd_input_adjoint(dv, shape, pad, tile))
 
 
+@pytest.mark.parametrize("tile", [2, 4])
 @pytest.mark.parametrize("shape,pad", WINOGRAD)
-def test_winograd_convolution_and_adjoints(path, shape, pad):
+def test_winograd_convolution_and_adjoints(path, tile, shape, pad):
     """U @ V through the transforms is the 3x3 convolution; the adjoints are adjoint."""
     rng = np.random.default_rng(5)
     x, w = randn(rng, shape, np.float64), randn(rng, (3, shape[1], 3, 3), np.float64)
     out = (shape[0], 3) + out_size(shape, (3, 3), (1, 1), pad, (1, 1))
-    u = ops_conv._HostWinograd._transform(w)
-    v = path.winograd_input(x, pad)
-    y = path.winograd_output(u @ v, out)
+    u = (ops_conv._WINOGRAD_GG[tile] @ w.reshape(3 * shape[1], 9).T).reshape(-1, 3, shape[1])
+    v = path.winograd_input(x, pad, tile)
+    y = path.winograd_output(u @ v, out, tile=tile)
     direct = w.reshape(3, -1) @ path.im2col(x, (3, 3), 1, pad)
     np.testing.assert_allclose(y, direct.reshape(3, shape[0], -1).swapaxes(0, 1).reshape(out),
                                rtol=1e-10, atol=1e-10)
     dy = randn(rng, out, np.float64)
-    np.testing.assert_allclose(np.vdot(y, dy), np.vdot(u @ v, path.winograd_output_adjoint(dy)),
+    np.testing.assert_allclose(np.vdot(y, dy),
+                               np.vdot(u @ v, path.winograd_output_adjoint(dy, tile)),
                                rtol=1e-10)
     dv = randn(rng, v.shape, np.float64)
     np.testing.assert_allclose(np.vdot(v, dv),
-                               np.vdot(x, path.winograd_input_adjoint(dv, shape, pad)),
+                               np.vdot(x, path.winograd_input_adjoint(dv, shape, pad, tile)),
                                rtol=1e-10)
+
+
+def test_winograd_float32_error_is_small(path):
+    """F(4x4, 3x3) rounds more than F(2x2, 3x3); both stay near float32 im2col."""
+    rng = np.random.default_rng(15)
+    x, w = randn(rng, (2, 64, 16, 16), np.float32), randn(rng, (8, 64, 3, 3), np.float32)
+    exact = (w.astype(np.float64).reshape(8, -1) @
+             path.im2col(x.astype(np.float64), 3, 1, 1)).reshape(8, 2, 256)
+    scale = np.abs(exact).max()
+    for tile, bound in ((2, 2e-6), (4, 2e-5)):
+        u = (ops_conv._WINOGRAD_GG[tile].astype(np.float32) @ w.reshape(512, 9).T)
+        y = path.winograd_output(u.reshape(-1, 8, 64) @ path.winograd_input(x, 1, tile),
+                                 (2, 8, 16, 16), tile=tile)
+        err = np.abs(y.reshape(2, 8, 256).swapaxes(0, 1) - exact).max() / scale
+        assert err < bound, (tile, err)
 
 
 # ---------------------------------------------------------------- max pooling
@@ -357,6 +376,8 @@ def test_bad_arguments_raise_clear_errors(path):
                                 np.zeros(3, np.float32))
     with pytest.raises(ShapeError, match="dv has shape"):
         path.winograd_input_adjoint(np.zeros((16, 3, 8), np.float32), x.shape)
+    with pytest.raises(ValueError, match="tile must be 2 or 4"):
+        path.winograd_input(x, 1, tile=3)
     with pytest.raises(ValueError, match="convention"):
         path.max_pool2d(x, 2, convention="same")
 
@@ -402,9 +423,11 @@ def test_kernels_module_refuses_bad_buffers(c):
                      np.zeros(3), 1)
     with pytest.raises(ValueError, match="only the output transform takes a bias"):
         k.winograd(0, x, np.zeros((16, 3, 2 * 2 * 2), np.float32), np.zeros(3, np.float32),
-                   0, 0, 1)
+                   0, 0, 2, 1)
     with pytest.raises(ValueError, match="out must hold"):
-        k.winograd(0, x, np.zeros(5, np.float32), None, 1, 1, 1)
+        k.winograd(0, x, np.zeros(5, np.float32), None, 1, 1, 2, 1)
+    with pytest.raises(ValueError, match="tile must be 2 or 4"):
+        k.winograd(0, x, np.zeros(5, np.float32), None, 1, 1, 3, 1)
 
 
 # ---------------------------------------------------------------- threads
@@ -479,9 +502,11 @@ def _forward_backward(fn, arrays, head_seed=0):
 
 CONV_OPS = [
     # data shape, weight shape, attributes (kernel from the weight)
-    ((4, 8, 12, 12), (16, 8, 3, 3), dict(pad=(1, 1))),                 # Winograd
+    ((4, 8, 12, 12), (16, 8, 3, 3), dict(pad=(1, 1))),                 # Winograd 4x4
+    ((2, 8, 9, 20), (4, 8, 3, 3), dict(pad=(0, 1))),                   # 4x4, partial tiles
     ((3, 5, 9, 7), (4, 5, 3, 3), dict()),                                # Winograd, odd sizes
-    ((4, 8, 12, 12), (16, 8, 3, 3), dict(stride=(2, 2), pad=(1, 1))),   # columns
+    ((4, 8, 12, 12), (16, 8, 3, 3), dict(stride=(2, 2), pad=(1, 1))),   # columns, small w
+    ((2, 16, 9, 9), (32, 16, 3, 3), dict(stride=(2, 2))),               # columns, big w
     ((2, 6, 10, 9), (4, 3, 3, 2), dict(num_group=2, dilate=(2, 1))),
     ((5, 4, 6, 6), (8, 4, 1, 1), dict(stride=(2, 2))),
 ]
