@@ -13,9 +13,11 @@ import os
 import time
 
 import minigluon as mx
-from minigluon import autograd, gluon, kv
+from minigluon import gluon, kv
 from minigluon.gluon.data.vision import transforms
 from minigluon.gluon.model_zoo import vision
+
+from _common import evaluate, train_batch
 
 DEFAULT_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
                             "data", "mnist-split")
@@ -44,25 +46,6 @@ def data_loaders(args, store):
                                        last_batch="discard")
     test_data = gluon.data.DataLoader(test, 500, shuffle=False)
     return train_data, test_data
-
-
-def train_batch(batch, ctx, net, trainer, loss_fn):
-    data = gluon.utils.split_and_load(batch[0], ctx)
-    label = gluon.utils.split_and_load(batch[1].astype("float32"), ctx)
-    with autograd.record():
-        losses = [loss_fn(net(x), y) for x, y in zip(data, label)]
-    for loss in losses:
-        loss.backward()
-    trainer.step(batch[0].shape[0])
-    return sum(loss.sum().asscalar() for loss in losses)
-
-
-def evaluate(net, test_data, ctx):
-    metric = mx.metric.Accuracy()
-    for data, label in test_data:
-        metric.update([label.astype("float32").as_in_context(ctx[0])],
-                      [net(data.as_in_context(ctx[0]))])
-    return metric.get()[1]
 
 
 def main():

@@ -1,0 +1,225 @@
+"""What the example scripts share: the common flags, devices, the data sets (real files or
+generated stand-ins), one training step and epoch, evaluation, and the per-epoch line.
+
+The examples import it as `_common` (a script's own folder is on `sys.path`), so copy it
+along with them; it is not part of the minigluon package.
+"""
+import itertools
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+import minigluon as mx
+from minigluon import autograd, gluon
+from minigluon.gluon.data import vision
+
+CIFAR_MEAN = [0.4914, 0.4822, 0.4465]
+CIFAR_STD = [0.2023, 0.1994, 0.2010]
+SYNTHETIC_SIZES = {True: 2048, False: 512}      # train, test samples of the generated data
+
+
+# ---- flags ---------------------------------------------------------------------------------
+def add_common_args(ap, *, kvstore, epochs, batch_size, lr, wd):
+    """Add the flags every example takes; the keyword arguments are their defaults."""
+    ap.add_argument("--kvstore", default=kvstore,
+                    help="local, device, dist_sync, dist_async, dist_sync_device, ... "
+                         f"(default {kvstore})")
+    ap.add_argument("--gpus", type=int, default=0,
+                    help="GPUs per worker: gpu(0) .. gpu(N-1); MINIGLUON_SIMULATED_GPUS=N "
+                         "simulates them")
+    ap.add_argument("--cpus", type=int, default=0,
+                    help="CPU devices per worker: cpu(0) .. cpu(N-1) (default: cpu(0) alone)")
+    ap.add_argument("--epochs", type=int, default=epochs)
+    ap.add_argument("--batch-size", type=int, default=batch_size,
+                    help="samples per step on each worker, split over its devices")
+    ap.add_argument("--lr", type=float, default=lr, help="learning rate")
+    ap.add_argument("--wd", type=float, default=wd, help="weight decay")
+    ap.add_argument("--data-dir", default=None,
+                    help="folder of the data set's files (default: $MINIGLUON_DATA/<name>, "
+                         "else datasets/<name> in this checkout)")
+    ap.add_argument("--synthetic", action="store_true",
+                    help="train on generated data of the data set's shape (no files needed)")
+    ap.add_argument("--max-batches", type=int, default=None,
+                    help="at most N training and N test batches per epoch (smoke tests)")
+    ap.add_argument("--seed", type=int, default=42)
+
+
+def parse(ap):
+    """Parse and check the common flags; a bad value ends the program with usage help."""
+    args = ap.parse_args()
+    for name in ("epochs", "batch_size", "max_batches"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            ap.error(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if args.gpus < 0 or args.cpus < 0:
+        ap.error(f"--gpus and --cpus count devices and cannot be negative, got --gpus "
+                 f"{args.gpus} --cpus {args.cpus}")
+    if args.gpus and args.cpus:
+        ap.error(f"--gpus {args.gpus} and --cpus {args.cpus} both given; a worker trains on "
+                 "one kind of device: pass only one of them")
+    devices = args.gpus or args.cpus or 1
+    if args.batch_size % devices:
+        ap.error(f"--batch-size {args.batch_size} does not split evenly over {devices} "
+                 f"devices; use a multiple of {devices}")
+    return args
+
+
+def contexts(args):
+    """The devices this worker trains on, from --gpus / --cpus."""
+    if args.gpus:
+        return [mx.gpu(i) for i in range(args.gpus)]
+    return [mx.cpu(i) for i in range(max(args.cpus, 1))]
+
+
+# ---- data ----------------------------------------------------------------------------------
+def default_data_dir(name):
+    """Where data set `name` is looked for without --data-dir (as the datasets look)."""
+    return vision.datasets.default_root(name)
+
+
+def mnist(root):
+    """(train, test) MNIST datasets from the IDX files in `root`, or None when absent."""
+    names = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+             "t10k-labels-idx1-ubyte"]
+    if not all(_exists(os.path.join(root, n)) for n in names):
+        return None
+    return vision.MNIST(root=root, train=True), vision.MNIST(root=root, train=False)
+
+
+def _exists(path):
+    return os.path.exists(path) or os.path.exists(path + ".gz")
+
+
+def cifar10(root):
+    """(train, test) CIFAR-10 datasets from `root`, or None when absent.
+
+    `root` holds the files of the binary or python distribution (as `CIFAR10` reads them),
+    or image folders as d2l lays them out: `[train_valid_test/]train/<class>/*.png` and
+    `valid/` (or `test/`) beside it.
+    """
+    batches = ["cifar-10-batches-bin/data_batch_1.bin", "data_batch_1.bin",
+               "cifar-10-batches-py/data_batch_1"]
+    if any(os.path.exists(os.path.join(root, b)) for b in batches):
+        return vision.CIFAR10(root=root, train=True), vision.CIFAR10(root=root, train=False)
+    for base in (os.path.join(root, "train_valid_test"), root):
+        held_out = [os.path.join(base, d) for d in ("valid", "test")
+                    if os.path.isdir(os.path.join(base, d))]
+        if os.path.isdir(os.path.join(base, "train")) and held_out:
+            return (vision.ImageFolderDataset(os.path.join(base, "train")),
+                    vision.ImageFolderDataset(held_out[0]))
+    return None
+
+
+def synthetic_images(train, seed=0, shape=(32, 32, 3), classes=10):
+    """A generated stand-in for CIFAR-10: (H, W, C) uint8 images whose class shows in their
+    colour and the spacing of their stripes (the direction is random, so flips and crops
+    keep the class), with noise. Same seed, same data."""
+    num = SYNTHETIC_SIZES[train]
+    palette = np.random.default_rng(seed).uniform(60, 196, (classes, shape[2]))
+    rng = np.random.default_rng([seed, 1 if train else 2])
+    labels = rng.integers(0, classes, num)
+    angle = rng.uniform(0, np.pi, (num, 1, 1))
+    period = (3 + labels)[:, None, None]                  # pixels from stripe to stripe
+    yy, xx = np.mgrid[0:shape[0], 0:shape[1]]
+    wave = np.sin((xx * np.cos(angle) + yy * np.sin(angle)) * (2 * np.pi / period)
+                  + rng.uniform(0, 2 * np.pi, (num, 1, 1)))
+    images = palette[labels][:, None, None, :] + 50 * wave[..., None] \
+        + rng.normal(0, 20, (num,) + shape)
+    data = mx.nd.array(np.clip(images, 0, 255), dtype="uint8")
+    return gluon.data.ArrayDataset(data, labels.astype(np.int32))
+
+
+def synthetic_digits(train, seed=0):
+    """Generated MNIST-shaped digits (`SyntheticDigits`)."""
+    return vision.SyntheticDigits(num_samples=SYNTHETIC_SIZES[train], train=train, seed=seed)
+
+
+def warn_no_files(script, dataset, root, fix):
+    """Say loudly, on stderr, that the real files are missing and generated data is used."""
+    bar = "*" * 78
+    print(f"{bar}\n{script}: no {dataset} files in {root!r}.\n"
+          f"TRAINING ON SYNTHETIC DATA INSTEAD: its accuracies say nothing about {dataset}.\n"
+          f"help: {fix}\n{bar}", file=sys.stderr, flush=True)
+
+
+def describe(train, test, source):
+    return f"{source} ({len(train)} train, {len(test)} test samples)"
+
+
+# ---- training ------------------------------------------------------------------------------
+def train_batch(batch, ctx, net, trainer, loss_fn, metric=None):
+    """One step on a batch split over the devices `ctx`; returns the summed loss."""
+    data = gluon.utils.split_and_load(batch[0], ctx)
+    label = gluon.utils.split_and_load(batch[1].astype("float32"), ctx)
+    with autograd.record():
+        outputs = [net(x) for x in data]
+        losses = [loss_fn(out, y) for out, y in zip(outputs, label)]
+    for loss in losses:
+        loss.backward()
+    trainer.step(batch[0].shape[0])
+    if metric is not None:
+        metric.update(label, outputs)
+    return sum(loss.sum().asscalar() for loss in losses)
+
+
+def evaluate(net, test_data, ctx, max_batches=None):
+    """Accuracy of `net` on (at most `max_batches` batches of) `test_data`, on ctx[0]."""
+    metric = mx.metric.Accuracy()
+    for data, label in itertools.islice(test_data, max_batches):
+        metric.update([label.astype("float32").as_in_context(ctx[0])],
+                      [net(data.as_in_context(ctx[0]))])
+    return metric.get()[1]
+
+
+@dataclass
+class EpochStats:
+    loss: float
+    accuracy: float
+    samples: int
+    seconds: float
+
+
+def train_epoch(net, trainer, loss_fn, train_data, ctx, max_batches=None, bar=False,
+                log_interval=0, label=""):
+    """Train on (at most `max_batches` batches of) `train_data`; a tqdm bar with `bar`, a
+    progress line every `log_interval` batches."""
+    metric, total, count, start = mx.metric.Accuracy(), 0.0, 0, time.time()
+    steps = steps_per_epoch(train_data, max_batches)
+    batches = tqdm(itertools.islice(train_data, steps), total=steps, disable=not bar,
+                   leave=False, unit="batch")
+    for i, batch in enumerate(batches, 1):
+        total += train_batch(batch, ctx, net, trainer, loss_fn, metric)
+        count += batch[0].shape[0]
+        if log_interval and i % log_interval == 0:
+            print(f"{label} batch {i}: {count / (time.time() - start):.1f} samples/s, "
+                  f"loss {total / count:.4f}, train acc {metric.get()[1]:.4f}", flush=True)
+    return EpochStats(total / count, metric.get()[1], count, time.time() - start)
+
+
+def steps_per_epoch(train_data, max_batches):
+    """How many steps an epoch takes; the same on every worker (equal data shares)."""
+    return len(train_data) if max_batches is None else min(max_batches, len(train_data))
+
+
+def check_enough_data(train_data, size, store, batch_size):
+    """Exit with a message when this worker's share holds no full batch."""
+    if len(train_data) == 0:
+        sys.exit(f"worker {store.rank}: its share of the {size} training samples "
+                 f"({-(-size // store.num_workers)} for each of {store.num_workers} workers) "
+                 f"holds no full batch of {batch_size}; use a smaller --batch-size")
+
+
+def show_bar(store):
+    """A progress bar on worker 0 only, and only when a person is watching."""
+    return store.rank == 0 and sys.stdout.isatty()
+
+
+def epoch_line(rank, epoch, stats, test_acc, lr):
+    """The one line each worker prints per epoch."""
+    return (f"worker {rank} epoch {epoch}: {stats.samples / stats.seconds:.1f} samples/s, "
+            f"loss {stats.loss:.4f}, train acc {stats.accuracy:.4f}, test acc {test_acc:.4f}, "
+            f"{stats.seconds:.1f}s, lr {lr:g}")
