@@ -1,7 +1,7 @@
 """minigluon: a Gluon-like deep-learning framework with a built-in distributed kvstore.
 
-`import minigluon as mx` gives MXNet 1.x names: mx.nd, mx.autograd, mx.init, mx.optimizer,
-mx.lr_scheduler, mx.metric, mx.random, mx.cpu(), mx.gpu(), mx.Context.
+`import minigluon as mx` gives MXNet 1.x names: mx.nd, mx.np, mx.npx, mx.autograd, mx.init,
+mx.optimizer, mx.lr_scheduler, mx.metric, mx.random, mx.cpu(), mx.gpu(), mx.Context.
 """
 __version__ = "0.1.0"
 
@@ -18,6 +18,13 @@ from . import ndarray as nd  # noqa: F401
 from . import random  # noqa: F401
 from . import symbol  # noqa: F401
 from . import symbol as sym  # noqa: F401
+from . import numpy, numpy_extension  # noqa: F401  (mx.numpy, mx.numpy_extension)
+from . import numpy as np  # noqa: F401
+from . import numpy_extension as npx  # noqa: F401
+from .numpy import symbol as _np_symbol
+# F.np / F.npx inside hybrid_forward: F is mx.nd when running, mx.sym while tracing
+nd.np, nd.npx = np, npx
+sym.np, sym.npx = _np_symbol, npx
 from . import initializer, metric, test_utils  # noqa: F401
 from . import initializer as init  # noqa: F401
 from . import gluon  # noqa: F401

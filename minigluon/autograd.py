@@ -149,6 +149,12 @@ def _topological_order(heads):
     return sorted(found.values(), key=lambda n: n.seq, reverse=True)
 
 
+def _var_key(array):
+    """A variable is its gradient buffer: handles that share one (an mx.np view of an
+    NDArray from as_np_ndarray(), say) add their contributions into one gradient."""
+    return id(array._grad) if array._grad is not None else id(array)
+
+
 def _accumulate(store, key, grad):
     prev = store.get(key)
     store[key] = grad if prev is None else prev + grad
@@ -163,8 +169,8 @@ def _run_backward(heads, head_grads, retain_graph):
         if array._node is not None:
             _accumulate(node_grads, (id(array._node), array._out_index), grad)
         elif array._grad_req not in (None, "null"):
-            prev = var_grads.get(id(array))
-            var_grads[id(array)] = (array, grad if prev is None else prev[1] + grad)
+            prev = var_grads.get(_var_key(array))
+            var_grads[_var_key(array)] = (array, grad if prev is None else prev[1] + grad)
 
     for head, hgrad in zip(heads, head_grads):
         if not needs_grad(head):
@@ -258,9 +264,9 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         var_grads = _run_backward(heads, head_grads, retain)
     out = []
     for v in variables:
-        entry = var_grads.get(id(v))
+        entry = var_grads.get(_var_key(v))
         raw = entry[1] if entry else v.context.xp.zeros(v.shape, dtype=v.dtype)
-        out.append(NDArray(raw, v.context))
+        out.append(type(v)(raw, v.context))
     return out[0] if single else out
 
 

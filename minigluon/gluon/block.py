@@ -16,6 +16,7 @@ from .. import ndarray as nd
 from .. import symbol as sym
 from ..base import MXNetError, ShapeError
 from ..ndarray.ndarray import NDArray
+from ..numpy.methods import NumpyMethods
 from ..symbol.graph import CachedGraph
 from ..symbol.symbol import Symbol
 from .parameter import DeferredInitializationError, Parameter, ParameterDict
@@ -350,7 +351,7 @@ class HybridBlock(Block):
 
     def forward(self, x, *args):
         if isinstance(x, Symbol):
-            params = {name: p.var() for name, p in self._reg_params.items()}
+            params = {name: _symbol_like(x, p.var()) for name, p in self._reg_params.items()}
             return self.hybrid_forward(sym, x, *args, **params)
         if not isinstance(x, NDArray):
             raise MXNetError(f"{type(self).__name__} expects an NDArray or Symbol input, got "
@@ -380,7 +381,7 @@ class HybridBlock(Block):
     def _trace(self, x, *args):
         """Trace hybrid_forward with Symbols into a CachedGraph."""
         names = ["data"] if not args else [f"data{i}" for i in range(1 + len(args))]
-        data_syms = [sym.var(n) for n in names]
+        data_syms = [_symbol_like(x, sym.var(n)) for n in names]
         sym_args = [None if a is None else data_syms[i + 1] for i, a in enumerate(args)]
         out = self.forward(data_syms[0], *sym_args)
         flat, structure = _flatten(out)
@@ -420,6 +421,12 @@ class HybridBlock(Block):
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward()")
+
+
+def _symbol_like(x, symbol):
+    """`symbol` with mx.np semantics when `x` (an array or symbol) has them, so a block
+    traced on mx.np arrays builds the same ops it runs imperatively."""
+    return symbol.as_np_ndarray() if isinstance(x, NumpyMethods) else symbol
 
 
 def _flatten(out):

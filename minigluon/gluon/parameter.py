@@ -14,6 +14,7 @@ from ..base import MXNetError, ShapeError
 from ..context import Context, cpu, current_context
 from ..ndarray import NDArray, zeros
 from .. import ndarray as nd
+from ..numpy.mode import in_array_mode
 
 
 class DeferredInitializationError(MXNetError, RuntimeError):
@@ -139,15 +140,17 @@ class Parameter:
 
     def _init_impl(self, data, ctx_list):
         self._ctx_list = list(ctx_list)
-        # every context gets its own buffer holding the same value
-        self._data = [data.copyto(c) for c in self._ctx_list]
+        # every context gets its own buffer holding the same value; mx.np arrays after
+        # npx.set_np() (as in MXNet, the mode at initialization decides what data() returns)
+        self._data = [in_array_mode(data.copyto(c)) for c in self._ctx_list]
         self._init_grad()
 
     def _init_grad(self):
         if self._grad_req == "null":
             self._grad = None
             return
-        self._grad = [zeros(d.shape, ctx=d.context, dtype=d.dtype) for d in self._data]
+        self._grad = [in_array_mode(zeros(d.shape, ctx=d.context, dtype=d.dtype))
+                      for d in self._data]
         autograd.mark_variables(self._data, self._grad, self._grad_req)
 
     def _check_initialized(self, ctx=None):

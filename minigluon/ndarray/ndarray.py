@@ -150,7 +150,8 @@ class NDArray:
     def attach_grad(self, grad_req="write", stype=None):
         """Make this array a variable: later `backward()` calls write its `.grad`."""
         autograd._check_grad_req(grad_req)
-        grad = NDArray(self._ctx.xp.zeros(self._data.shape, dtype=self._data.dtype), self._ctx)
+        grad = type(self)(self._ctx.xp.zeros(self._data.shape, dtype=self._data.dtype),
+                          self._ctx)
         autograd.mark_variables([self], [grad], grad_req)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
@@ -160,7 +161,25 @@ class NDArray:
 
     def detach(self):
         """The same data, cut out of the recorded graph."""
-        return NDArray(self._data, self._ctx)
+        return type(self)(self._data, self._ctx)
+
+    # ---- the NumPy front end (mx.np) ----------------------------------------------------
+    def as_np_ndarray(self):
+        """This array as an `mx.np.ndarray` (NumPy semantics), sharing data and graph."""
+        from ..numpy import ndarray
+        return self._view_as(ndarray)
+
+    def as_nd_ndarray(self):
+        """This array as a legacy `mx.nd.NDArray`, sharing data and graph."""
+        return self if type(self) is NDArray else self._view_as(NDArray)
+
+    def _view_as(self, cls):
+        """Another handle, of class `cls`, on this array's data, graph position and gradient
+        buffer. Both handles see writes; attach_grad() on the one used in the graph."""
+        view = cls(self._data, self._ctx)
+        view._node, view._out_index = self._node, self._out_index
+        view._grad, view._grad_req = self._grad, self._grad_req
+        return view
 
     # ---- shape helpers with MXNet's calling conventions ---------------------------------
     def reshape(self, *shape, **kwargs):
@@ -175,10 +194,10 @@ class NDArray:
         return _call("reshape", self, shape=other.shape)
 
     def zeros_like(self):
-        return NDArray(self._ctx.xp.zeros_like(self._data), self._ctx)
+        return type(self)(self._ctx.xp.zeros_like(self._data), self._ctx)
 
     def ones_like(self):
-        return NDArray(self._ctx.xp.ones_like(self._data), self._ctx)
+        return type(self)(self._ctx.xp.ones_like(self._data), self._ctx)
 
     # ---- indexing ---------------------------------------------------------------------
     def __getitem__(self, key):
@@ -280,17 +299,14 @@ class NDArray:
     def _snapshot(self):
         """Another handle on this array's data, graph position and gradient buffer, so a
         recorded in-place op can rebind `self` without its node taking `self` as input."""
-        snap = NDArray(self._data, self._ctx)
-        snap._node, snap._out_index = self._node, self._out_index
-        snap._grad, snap._grad_req = self._grad, self._grad_req
-        return snap
+        return self._view_as(type(self))
 
 
 def _to_context(array, ctx):
     """Copy `array` onto device `ctx`, recording the copy so gradients flow back."""
     src = array._ctx
     data = _move(array._data, src, ctx)
-    out = NDArray(data, ctx)
+    out = type(array)(data, ctx)
     if autograd.is_recording() and autograd.needs_grad(array):
         node = autograd.Node("_copyto", lambda dy: (_move(dy, ctx, src),), [array],
                              [(out.shape, data.dtype, ctx)])

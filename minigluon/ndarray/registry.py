@@ -108,13 +108,22 @@ def invoke(op, args, kwargs, out=None):
         except TypeError as err:
             raise MXNetError(f"{op.name}: bad arguments ({err})") from None
     multi = isinstance(result, tuple)
+    cls = _result_class(inputs, base=NDArray)
     # asarray: NumPy ufuncs turn 0-d arrays into scalars, which have no buffer to wrap
-    outputs = [NDArray(ctx.xp.asarray(r), ctx) for r in (result if multi else (result,))]
+    outputs = [cls(ctx.xp.asarray(r), ctx) for r in (result if multi else (result,))]
     if backward is not None and autograd.is_recording():
         _record(op, inputs, outputs, backward)
     if out is not None:
         return _write_out(op, outputs, out)
     return outputs if multi else outputs[0]
+
+
+def _result_class(inputs, base):
+    """Results take the class of the first array input: mx.np.ndarray in, mx.np.ndarray out."""
+    for x in inputs:
+        if isinstance(x, base):
+            return type(x)
+    return base
 
 
 def _record(op, inputs, outputs, backward):

@@ -48,7 +48,7 @@ class CachedGraph:
             args = [values[v] if kind == "slot" else v for kind, v in refs]
             out, backward = op.fn(xp, *args, **attrs)
             if count == 1:
-                values[first] = out
+                values[first] = xp.asarray(out)     # ufuncs give scalars for 0-d arrays
             else:
                 values[first:first + count] = list(out)
             closures.append(backward)
@@ -60,7 +60,8 @@ class CachedGraph:
         raw = [x._data if isinstance(x, NDArray) else x for x in inputs]
         with ctx.scope():
             values, closures = self._forward(ctx.xp, raw)
-        outputs = [NDArray(values[s], ctx) for s in self.output_slots]
+        cls = next(type(x) for x in inputs if isinstance(x, NDArray))   # mx.np's or legacy
+        outputs = [cls(values[s], ctx) for s in self.output_slots]
         if autograd.is_recording() and any(
                 isinstance(x, NDArray) and autograd.needs_grad(x) for x in inputs):
             self._record(ctx, inputs, values, closures, outputs)

@@ -88,13 +88,13 @@ class Symbol:
         if not isinstance(index, int):
             raise MXNetError("a Symbol can only be indexed by an output number or name; use "
                              "F.slice / F.slice_axis / F.take to slice values")
-        return Symbol([outs[index]])
+        return type(self)([outs[index]])
 
     def __len__(self):
         return len(self._outputs)
 
     def __iter__(self):
-        return (Symbol([o]) for o in self._outputs)
+        return (type(self)([o]) for o in self._outputs)
 
     def _topo(self):
         """Every node the outputs depend on, in creation order (inputs before users).
@@ -223,6 +223,15 @@ class Symbol:
     def T(self):
         return _apply("transpose", self)
 
+    def as_np_ndarray(self):
+        """This symbol with mx.np semantics (operators and methods as on mx.np.ndarray)."""
+        from ..numpy.symbol import _Symbol
+        return _Symbol(self._outputs)
+
+    def as_nd_ndarray(self):
+        """This symbol with legacy mx.sym semantics."""
+        return self if type(self) is Symbol else Symbol(self._outputs)
+
 
 def _jsonable(value):
     if isinstance(value, dict):
@@ -313,4 +322,6 @@ def apply_op(op, args, kwargs):
         attrs = dict(zip(fn_params, extra), **attrs)
     entries = [_entry_of(x, op.name) for x in inputs]
     node = _Node(op, entries, attrs, name or _auto_name(op.name))
-    return Symbol([(node, i) for i in range(node.num_outputs)])
+    # like NDArrays, results take the class of the first symbol input (mx.np's or legacy)
+    cls = next((type(x) for x in inputs if isinstance(x, Symbol)), Symbol)
+    return cls([(node, i) for i in range(node.num_outputs)])

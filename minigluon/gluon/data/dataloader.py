@@ -32,6 +32,7 @@ from ... import ndarray as nd
 from ...context import cpu, cpu_pinned
 from ...ndarray import NDArray
 from ...ndarray import random as nd_random
+from ...numpy.mode import in_array_mode
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
@@ -48,17 +49,18 @@ _SHM_DIR = "/dev/shm"   # where POSIX shared memory is visible as files (Linux)
 def default_batchify_fn(data):
     """Stack a list of samples into a batch: NDArrays with `nd.stack`, NumPy arrays and
     numbers into one NDArray of their dtype; tuples are batched field by field (a list).
+    After npx.set_np() the batches are mx.np.ndarrays.
 
     >>> x, y = default_batchify_fn([(np.zeros(2), 0), (np.ones(2), 1)])
     >>> x.shape, y.asnumpy().tolist()
     ((2, 2), [0, 1])
     """
     if isinstance(data[0], NDArray):
-        return nd.stack(*data)
+        return in_array_mode(nd.stack(*data))
     if isinstance(data[0], tuple):
         return [default_batchify_fn(field) for field in zip(*data)]
     data = np.asarray(data)
-    return nd.array(data, dtype=data.dtype)
+    return in_array_mode(nd.array(data, dtype=data.dtype))
 
 
 def _host(item):
@@ -74,8 +76,8 @@ def default_mp_batchify_fn(data):
     if isinstance(data[0], tuple):
         return [default_mp_batchify_fn(field) for field in zip(*data)]
     if isinstance(data[0], NDArray):
-        return NDArray(np.stack([_host(d) for d in data]), cpu())
-    return NDArray(np.asarray(data), cpu())
+        return in_array_mode(NDArray(np.stack([_host(d) for d in data]), cpu()))
+    return in_array_mode(NDArray(np.asarray(data), cpu()))
 
 
 def _as_in_context(data, ctx):
@@ -161,7 +163,7 @@ class _Arena:
 def _copy_out(block, shared):
     data = np.ndarray(shared.shape, shared.dtype, buffer=block.buf,
                       offset=shared.offset).copy()
-    return NDArray(data, cpu()) if shared.is_nd else data
+    return in_array_mode(NDArray(data, cpu())) if shared.is_nd else data
 
 
 def _unlink(name):
