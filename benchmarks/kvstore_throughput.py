@@ -15,7 +15,10 @@ Figures: `s_per_iter` (mean over workers; median over --repeats rounds) and
 2 x 44.7 MB per iteration. Every cluster is a real one: a scheduler, S servers and W
 workers started as processes with the DMLC_* variables, on 127.0.0.1; minigluon's workers
 pass arrays of 64 KiB and more through shared memory and the rest over ipc:// (same host);
-`W1S1_plain_tcp` uses TCP only (MINIGLUON_KVSTORE_IPC=0, MINIGLUON_KVSTORE_SHM=0). The
+`W1S1_plain_tcp` uses TCP only (MINIGLUON_KVSTORE_IPC=0, MINIGLUON_KVSTORE_SHM=0).
+With --secret-cost every minigluon cluster also runs with MINIGLUON_PS_SECRET (HMAC tags on
+every message, auth.py), right after the same cluster without, and `secret_cost` gives the
+ratio of their s_per_iter. The
 rounds of minigluon and MXNet alternate, so a noisy neighbour slows both alike. `lenet_step_ms` compares one Gluon LeNet training step
 (batch 64) with kvstore 'local' and an embedded one-worker 'dist_sync'.
 
@@ -24,11 +27,12 @@ kvstore, e.g. `pip install mxnet==1.9.1 numpy==1.23.5` in a venv), the same clus
 with MXNet too, in the same run, and `ratio_vs_mxnet` gives minigluon / MXNet MB/s.
 
     python benchmarks/kvstore_throughput.py [--iters 20] [--repeats 3]
-        [--mxnet-python /venv/bin/python]
+        [--mxnet-python /venv/bin/python] [--secret-cost]
 """
 import argparse
 import json
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -182,6 +186,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--mxnet-python", default=None,
                         help="a Python with Apache MXNet (distributed kvstore) to compare")
+    parser.add_argument("--secret-cost", action="store_true",
+                        help="also run every minigluon cluster with MINIGLUON_PS_SECRET set "
+                             "(interleaved) and report secret_cost = s_per_iter ratios")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--variant", default="plain", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -197,6 +204,11 @@ def main():
     runs = [(f"W{w}S{s}_{v}", w, s, v, None) for w, s in CONFIGS for v in VARIANTS]
     runs.append(("W1S1_plain_tcp", 1, 1, "plain", {"MINIGLUON_KVSTORE_IPC": "0",
                                                      "MINIGLUON_KVSTORE_SHM": "0"}))
+    if args.secret_cost:         # each cluster without, then with a secret (message tags)
+        secret = secrets.token_hex(32)
+        runs = [(f"{name}{tag}", w, s, v, dict(env or {}, MINIGLUON_PS_SECRET=value))
+                for name, w, s, v, env in runs
+                for tag, value in (("", ""), ("_secret", secret))]
     rounds = {}
     for _ in range(args.repeats):
         for name, workers, servers, variant, env in runs:
@@ -212,6 +224,11 @@ def main():
         report["ratio_vs_mxnet"] = {
             name: round(fig["MBps_per_worker"] / report["mxnet"][name]["MBps_per_worker"], 2)
             for name, fig in report["minigluon"].items() if name in report["mxnet"]}
+    if args.secret_cost:
+        figs = report["minigluon"]
+        report["secret_cost"] = {
+            name: round(figs[f"{name}_secret"]["s_per_iter"] / fig["s_per_iter"], 3)
+            for name, fig in figs.items() if f"{name}_secret" in figs}
     report["lenet_step_ms"] = lenet_step_ms()
     print(json.dumps(report))
 

@@ -236,8 +236,62 @@ def ps_heartbeat_interval():
 
 def ps_heartbeat_timeout():
     """Seconds of silence after which the scheduler declares a node dead and aborts the job,
-    and a node declares the scheduler dead (PS_HEARTBEAT_TIMEOUT, default 30; 0: never)."""
-    return _env_seconds("PS_HEARTBEAT_TIMEOUT", 30.0)
+    and a node declares the scheduler dead (PS_HEARTBEAT_TIMEOUT, default 10; 0: never)."""
+    return _env_seconds("PS_HEARTBEAT_TIMEOUT", 10.0)
+
+
+def ps_resend():
+    """Whether a request without a reply within PS_RESEND_TIMEOUT is sent again
+    (PS_RESEND, default 0), as in ps-lite."""
+    return env_flag("PS_RESEND", False)
+
+
+def ps_resend_timeout():
+    """Seconds before an unanswered request is sent again (PS_RESEND_TIMEOUT, in
+    milliseconds as in ps-lite, default 1000)."""
+    return env_int("PS_RESEND_TIMEOUT", 1000, minimum=1) / 1000.0
+
+
+def ps_drop_msg():
+    """Percentage of received requests and replies a node drops on purpose, to test resend
+    (PS_DROP_MSG, 0 <= p < 100, default 0: drop nothing)."""
+    raw = os.environ.get("PS_DROP_MSG", "").strip()
+    try:
+        value = float(raw) if raw else 0.0
+    except ValueError:
+        raise ConfigError(f"PS_DROP_MSG must be a percentage, got {raw!r}") from None
+    if not 0 <= value < 100:
+        raise ConfigError(f"PS_DROP_MSG must be a percentage in [0, 100), got {raw!r}")
+    return value
+
+
+def ps_drop_seed():
+    """The seed of PS_DROP_MSG's choices (PS_DROP_SEED, default 0); each node mixes in its
+    role and rank, so a run drops the same messages every time."""
+    return env_int("PS_DROP_SEED", 0)
+
+
+def ps_secret():
+    """The job's shared secret as bytes (MINIGLUON_PS_SECRET), or None: with it every
+    kvstore message carries an HMAC and messages without a valid one are refused.
+
+    The value is never shown in errors; `minigluon-launch` makes a fresh one per job.
+    """
+    raw = os.environ.get("MINIGLUON_PS_SECRET", "").strip()
+    if raw == "":
+        return None
+    if len(raw) < 16:
+        raise ConfigError(f"MINIGLUON_PS_SECRET must be at least 16 characters, got "
+                          f"{len(raw)}; use a random one, e.g. python -c 'import secrets; "
+                          "print(secrets.token_hex(32))'")
+    return raw.encode("utf-8")
+
+
+def launch_stats_dir():
+    """The folder where each worker writes worker-<rank>.json (its steps and step times)
+    when it finalizes (MINIGLUON_LAUNCH_STATS_DIR, set by minigluon-launch), or None."""
+    raw = os.environ.get("MINIGLUON_LAUNCH_STATS_DIR", "").strip()
+    return os.path.expanduser(raw) if raw else None
 
 
 def kvstore_use_shm():

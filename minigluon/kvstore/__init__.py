@@ -10,6 +10,7 @@
 """
 from .base import KVStoreBase, KVStoreError  # noqa: F401
 from .dist import KVStoreDist  # noqa: F401
+from .liveness import PeerLostError  # noqa: F401
 from .local import KVStoreDevice, KVStoreLocal  # noqa: F401
 from . import role  # noqa: F401  (import minigluon runs role.maybe_run_role())
 from .van import JobAbortedError, TimeoutError  # noqa: F401,A004
@@ -18,7 +19,7 @@ from .wire import WireError  # noqa: F401
 KVStore = KVStoreBase   # every store is an mx.kv.KVStore, as in MXNet
 
 __all__ = ["create", "KVStore", "KVStoreBase", "KVStoreLocal", "KVStoreDevice", "KVStoreDist",
-           "KVStoreError", "TimeoutError", "JobAbortedError", "WireError"]
+           "KVStoreError", "TimeoutError", "JobAbortedError", "PeerLostError", "WireError"]
 
 _LOCAL_STORES = {
     "local": KVStoreLocal,

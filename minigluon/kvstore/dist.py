@@ -17,9 +17,18 @@ and server (a one-worker job); with DMLC_ROLE=worker it joins the job they descr
 n-th dist store each worker creates is the same store of the job (its own keys and
 optimizer on the servers), so two Trainers with kvstore='dist_sync' work side by side.
 
-Out of scope: PS_RESEND (retransmission; zmq over TCP/ipc does not lose messages while
-both ends live, and a dead peer is caught by heartbeats), row_sparse values, '1bit'
-compression, and barriers that include the servers.
+Every blocking call (rendezvous, init, push, pull, barrier) ends within
+PS_HEARTBEAT_TIMEOUT + about 1 s of a peer's loss with `mx.kv.PeerLostError` (liveness.py,
+scheduler.py): a lost server or scheduler ends the job, and so does a lost worker unless
+every worker uses dist_async, where the others go on without it. A worker counts its steps
+(steps.py); if dist_sync workers ran different numbers of steps, the job fails with both
+counts instead of hanging, and with MINIGLUON_LAUNCH_STATS_DIR set each worker writes its
+step statistics there when it finalizes.
+
+PS_RESEND=1 sends unanswered requests again (van.py, resender.py); a request's payload of
+64 KiB and more is the caller's or this store's buffer, which is reused only after the
+request's reply. Out of scope: row_sparse values, '1bit' compression, and barriers that
+include the servers.
 """
 import atexit
 import functools
@@ -59,18 +68,20 @@ class _WorkerNode:
         return self.stores - 1
 
     @classmethod
-    def get(cls):
+    def get(cls, sync):
+        """The node, started (as a dist_sync or dist_async worker) on first use."""
         if cls._instance is None:
-            cls._instance = cls()
+            cls._instance = cls(sync)
         return cls._instance
 
-    def __init__(self):
+    def __init__(self, sync):
         role = config.ps_role()
         self.cluster = None
         if role is None:
-            self.po = self._start_embedded()
+            self.po = self._start_embedded(sync)
         elif role == "worker":
             self.po = PostOffice(read_env("worker"))
+            self.po.sync = sync
             self.po.start()
         else:
             raise KVStoreError(f"DMLC_ROLE={role}: a {role} process serves the job when "
@@ -83,11 +94,12 @@ class _WorkerNode:
         self.pid = os.getpid()
         atexit.register(self.shutdown)
 
-    def _start_embedded(self):
+    def _start_embedded(self, sync):
         from .embedded import EmbeddedCluster
         for attempt in range(3):
             cluster = EmbeddedCluster()
             po = PostOffice(cluster.start())
+            po.sync = sync
             try:
                 po.start(check=cluster.check, timeout=min(60.0, config.kvstore_timeout()))
             except KVStoreError:
@@ -125,6 +137,15 @@ class _WorkerNode:
         self.po.van.log.info("shared memory with servers: %s", usable)
         return usable
 
+    def _write_stats(self):
+        """MINIGLUON_LAUNCH_STATS_DIR: leave this worker's step statistics for the launcher."""
+        folder = config.launch_stats_dir()
+        if folder and self.po.rank is not None:
+            try:
+                self.po.clock.write(folder, self.po.rank)
+            except OSError as err:
+                self.po.van.log.warning("cannot write step statistics to %s: %s", folder, err)
+
     def new_segment(self, nbytes):
         """A shared-memory segment for this worker's pushes or pulls."""
         seg = Segment.create(nbytes)
@@ -139,6 +160,7 @@ class _WorkerNode:
         self.closed = True
         for seg in self.segments:
             seg.unlink()
+        self._write_stats()
         try:
             self.po.finalize(timeout=min(60.0, config.kvstore_timeout()))
         except KVStoreError as err:
@@ -208,7 +230,7 @@ class KVStoreDist(KVStoreBase):
         super().__init__(name)
         self._sync = "async" not in name
         self._on_device = name.endswith("_device")
-        self._node = _WorkerNode.get()
+        self._node = _WorkerNode.get(self._sync)
         self._store = self._node.new_store()
         self._po = self._node.po
         self._van = self._po.van
@@ -309,6 +331,7 @@ class KVStoreDist(KVStoreBase):
         """Send one key's pushes; the requests whose payload is the caller's memory."""
         flat, own = self._reduce(info, values)
         info.pushes += 1
+        self._po.clock.saw_push(info.pushes)
         zero_copy, borrowed = [], []
         for i, (server, off, n) in enumerate(info.parts):
             payload, flags, threshold = flat[off:off + n], self._flags, 0.0

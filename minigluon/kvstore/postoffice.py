@@ -6,9 +6,14 @@ and registers (role, announced address); once all DMLC_NUM_SERVER servers and
 DMLC_NUM_WORKER workers registered, the scheduler answers each with its rank and the
 servers' addresses. Workers then connect to every server: over `ipc://` when the server
 runs on the same host (and MINIGLUON_KVSTORE_IPC is not 0), else over TCP.
+
+Heartbeats start before registration, so a node that registers and dies is noticed during
+the rendezvous too; every wait of the node raises PeerLostError (liveness.py) once the
+scheduler aborted the job or stopped answering.
 """
 import fcntl
 import json
+import logging
 import os
 import socket
 import struct
@@ -21,7 +26,9 @@ import zmq
 
 from .. import config
 from ..config import ConfigError
-from .van import JobAbortedError, Van
+from .liveness import abort_error, abort_payload, describe
+from .steps import StepClock
+from .van import Van
 from .wire import Cmd, Message
 
 __all__ = ["ClusterEnv", "PostOffice", "read_env", "host_id"]
@@ -93,8 +100,33 @@ def host_id():
     return f"{socket.gethostname()}/{boot}"
 
 
+IPC_DIR = "/tmp"
+
+
+def sweep_stale_ipc_files():
+    """Remove the ipc socket files of servers that died without closing (SIGKILL): their
+    names carry the pid, and a file whose pid is gone is nobody's. Left alone, they pile
+    up in /tmp, and once the pid is reused they look like the new process's."""
+    for name in os.listdir(IPC_DIR):
+        parts = name.split("-")
+        if len(parts) != 3 or parts[0] != "mgkv" or not name.endswith(".sock"):
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+        except ProcessLookupError:
+            try:
+                os.unlink(os.path.join(IPC_DIR, name))
+            except OSError:
+                pass
+        except (ValueError, PermissionError):
+            pass                     # not a pid, or alive under another user
+
+
 class PostOffice:
     """One worker's or server's link to the scheduler and, for workers, to the servers.
+
+    From `start()` on, a thread heartbeats the scheduler, and every wait of the van raises
+    PeerLostError (liveness.py) once the scheduler aborted the job or stopped answering.
 
     >>> po = PostOffice(read_env('worker'))
     >>> po.start()                       # blocks until every node registered
@@ -109,8 +141,13 @@ class PostOffice:
         self.num_servers = env.num_server
         self.token = None
         self.servers = []                 # node-table entries of the servers
-        self.van = Van(f"[{self.role}]", on_message)
+        self.workers = []                 # servers: the workers' identities, by rank
+        self.sync = True                  # workers: whether the first store is dist_sync
+        self.clock = StepClock()          # workers: steps so far (dist.py counts them)
+        self.van = Van(f"[{self.role}]", on_message or self._on_notice)
+        self.van.liveness = self.check_alive
         self.heartbeat = None
+        self.failed = False               # a lost job was reported to the caller
         self.identity = f"{self.role}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
     @property
@@ -123,10 +160,13 @@ class PostOffice:
         root_ip = resolve(self.env.root_uri, "DMLC_PS_ROOT_URI")
         scheduler = f"tcp://{root_ip}:{self.env.root_port}"
         self.van.connect("scheduler", scheduler, self.identity)
+        self.heartbeat = Heartbeat(self)      # a node that registered and died is noticed
         host = announced_host(root_ip, self.env.root_port)
         info = {"role": self.role, "host": host, "hostid": host_id(), "pid": os.getpid()}
         if self.role == "server":
             info.update(self._bind(host))
+        else:
+            info["sync"] = self.sync
         table = {}
         req = self.van.request("scheduler", Message(Cmd.REGISTER, payload=[
             json.dumps(info).encode()]), "registration (waiting for every node of the job "
@@ -136,13 +176,12 @@ class PostOffice:
         self._adopt(table)
         if self.role == "server":
             self.van.listen()
-        self.heartbeat = Heartbeat(self)
-        self.van.liveness = self.heartbeat.check
 
     def _bind(self, host):
         endpoints = [f"tcp://{host}"]
         if config.kvstore_use_ipc():
-            endpoints.append(f"ipc:///tmp/mgkv-{os.getpid()}-{uuid.uuid4().hex[:8]}.sock")
+            sweep_stale_ipc_files()
+            endpoints.append(f"ipc://{IPC_DIR}/mgkv-{os.getpid()}-{uuid.uuid4().hex[:8]}.sock")
         bound = self.van.bind(endpoints)
         return {"tcp": bound[0], "ipc": bound[1] if len(bound) > 1 else None}
 
@@ -151,7 +190,9 @@ class PostOffice:
         self.num_workers = table["num_workers"]
         self.num_servers = table["num_servers"]
         self.token = bytes.fromhex(table["token"])
+        self.van.set_job_nonce(self.token)
         self.servers = table["servers"]
+        self.workers = table.get("workers", [])
         self.van.sender = self.rank
         self.van.label = f"[{self.role} {self.rank}]"
         self.van.log.extra["label"] = self.van.label
@@ -175,11 +216,13 @@ class PostOffice:
         self.van.wait([req], timeout=timeout)
 
     def finalize(self, timeout=None):
-        """Tell the scheduler this worker is done, then close the sockets."""
+        """Tell the scheduler this worker is done (with its step count), then close the
+        sockets."""
         try:
             if self.van.aborted is None:
                 self.van.wait_all(timeout=timeout)
-                req = self.van.request("scheduler", Message(Cmd.FINALIZE), "finalize")
+                req = self.van.request("scheduler", Message(
+                    Cmd.FINALIZE, version=self.clock.count), "finalize")
                 self.van.wait([req], timeout=timeout)
         finally:
             self.close()
@@ -190,6 +233,39 @@ class PostOffice:
             self.heartbeat.stop()
         self.van.close()
 
+    # ---- liveness ---------------------------------------------------------------------
+    def check_alive(self, what):
+        """Raise PeerLostError (JobAbortedError when no node was lost) if the scheduler
+        aborted the job or stopped answering; `what` is what the caller waits for."""
+        silent = self.heartbeat.scheduler_silence() if self.heartbeat else None
+        if self.van.aborted is None and silent is not None:      # as if it sent an ABORT
+            scheduler = {"role": "scheduler", "address": self.van.address_of("scheduler")[6:]}
+            self.van.aborted = abort_payload(
+                f"it answered no heartbeat for {silent:.1f} s (PS_HEARTBEAT_TIMEOUT="
+                f"{self.heartbeat.timeout:g}) and is presumed dead", scheduler).decode()
+        if self.van.aborted is not None:
+            self.failed = True
+            raise abort_error(self.label, self.van.aborted, what)
+
+    def orphaned(self, silent):
+        """The scheduler is gone and nobody asked this node anything since: exit (a
+        worker busy outside the kvstore would otherwise outlive its job)."""
+        if not self.failed:
+            self.van.log.error("the scheduler answered no heartbeat for %.1f s "
+                               "(PS_HEARTBEAT_TIMEOUT=%g); the job is lost; exiting", silent,
+                               self.heartbeat.timeout)
+            logging.shutdown()
+            os._exit(1)
+
+    def _on_notice(self, source, msg):
+        if msg.cmd == Cmd.NODE_LOST and source == "scheduler":
+            news = json.loads(msg.body())
+            self.van.log.warning("%s was lost (%s); the dist_async job goes on with %d "
+                                 "workers", describe(news["lost"]), news["reason"],
+                                 news["workers_left"])
+            return
+        self.van.log.warning("ignored unexpected %r from %r", msg, source)
+
 
 def server_name(rank):
     """The peer name of server `rank` in a worker's van."""
@@ -197,19 +273,22 @@ def server_name(rank):
 
 
 class Heartbeat:
-    """Tells the scheduler every PS_HEARTBEAT_INTERVAL s that this node lives, from a thread
-    with a socket of its own, and notes when the scheduler stops answering.
+    """Tells the scheduler every PS_HEARTBEAT_INTERVAL s that this node lives (and, for a
+    worker, its step count), from a thread with a socket of its own, and notes when the
+    scheduler stops answering.
 
-    The scheduler aborts the job when a node is silent for PS_HEARTBEAT_TIMEOUT s; `check()`
-    raises JobAbortedError when the scheduler was silent that long (waits call it).
+    The scheduler declares a node lost when it is silent for PS_HEARTBEAT_TIMEOUT s; the
+    node declares the scheduler lost when it answered before and then not for that long
+    (`scheduler_silence`). A quarter of a timeout later, if no wait has told the node's
+    main thread (busy outside the kvstore), the thread ends the process
+    (`PostOffice.orphaned`), so no node outlives its job by more than 1.25x the timeout.
     """
 
     def __init__(self, po):
         self.interval = config.ps_heartbeat_interval()
         self.timeout = config.ps_heartbeat_timeout()
         self._po = po
-        self._label = po.label
-        self._last_reply = time.monotonic()
+        self._last_reply = None           # time.monotonic() of the scheduler's last answer
         self._stop = threading.Event()
         self._thread = None
         if self.interval > 0:
@@ -220,27 +299,41 @@ class Heartbeat:
                                             daemon=True)
             self._thread.start()
 
+    def _beat(self, ident):
+        po = self._po
+        msg = Message(Cmd.HEARTBEAT, key=po.identity, version=po.clock.count,
+                      sender=-1 if po.rank is None else po.rank)
+        return po.van.sealed_request(msg, ident)
+
     def _run(self):
-        beat = Message(Cmd.HEARTBEAT, key=self._po.role, sender=self._po.rank).encode()
+        ident = self._sock.getsockopt(zmq.ROUTING_ID)
+        due = time.monotonic()
         try:
-            while not self._stop.wait(self.interval):
-                self._sock.send_multipart(beat)
-                while self._sock.poll(0):
-                    self._sock.recv_multipart()
-                    self._last_reply = time.monotonic()
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if now >= due:
+                    self._sock.send_multipart(self._beat(ident))
+                    due = now + self.interval
+                if self._sock.poll(int((due - now) * 1000) + 1):
+                    while self._sock.poll(0):
+                        if self._po.van.authentic(self._sock.recv_multipart(), ident):
+                            self._last_reply = time.monotonic()
+                self._watch_orphan()
         finally:
             self._sock.close(linger=0)
 
-    def check(self):
-        """Raise JobAbortedError if the scheduler has not answered for PS_HEARTBEAT_TIMEOUT."""
-        if self._thread is None or self.timeout <= 0:
-            return
+    def _watch_orphan(self):
+        silent = self.scheduler_silence()
+        if silent is not None and silent > 1.25 * self.timeout:
+            self._po.orphaned(silent)
+
+    def scheduler_silence(self):
+        """Seconds the scheduler has not answered, once that is over PS_HEARTBEAT_TIMEOUT;
+        else None (also before its first answer, and with heartbeats off)."""
+        if self._thread is None or self.timeout <= 0 or self._last_reply is None:
+            return None
         silent = time.monotonic() - self._last_reply
-        if silent > self.timeout + self.interval:
-            self._po.van.aborted = "scheduler silent"
-            raise JobAbortedError(
-                f"{self._label} the scheduler has not answered heartbeats for {silent:.0f} s "
-                f"(PS_HEARTBEAT_TIMEOUT={self.timeout:g}); it is presumed dead")
+        return silent if silent > self.timeout else None
 
     def stop(self):
         """End the thread (and close its socket)."""

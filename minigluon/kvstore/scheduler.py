@@ -1,10 +1,26 @@
-"""The scheduler: rendezvous, worker barriers and the end of the job.
+"""The scheduler: rendezvous, worker barriers, liveness and the end of the job.
 
 It listens on DMLC_PS_ROOT_PORT. Nodes register; when DMLC_NUM_SERVER servers and
 DMLC_NUM_WORKER workers have, each gets its rank (in order of registration, per role) and
-the servers' addresses. `barrier()` calls from workers are answered once all workers sent
-one. When every worker has finalized, the scheduler tells the servers to exit, then exits
-itself. A malformed or unexpected message is logged and answered with an error; the
+the servers' addresses; servers also get the workers' identities, and serve nobody else.
+`barrier()` calls from workers are answered once all workers sent one. When every worker has
+finalized, the scheduler tells the servers to exit, then exits itself.
+
+Liveness: every node heartbeats from registration on (PS_HEARTBEAT_INTERVAL), a worker with
+its step count (steps.py). A node silent for PS_HEARTBEAT_TIMEOUT s is lost:
+
+- a lost server, a node lost during rendezvous, or a lost worker of a job with any
+  dist_sync worker ends the job: every node gets an ABORT naming the lost one and raises
+  PeerLostError (liveness.py);
+- in a job whose workers all registered with a dist_async store, a lost worker is dropped:
+  the servers and the other workers are told (NODE_LOST, logged), barriers and the end of
+  the job stop waiting for it, and it gets an ABORT should it ever come back.
+
+Uneven steps: in a dist_sync job, once a worker finalized after n steps, a worker seen at
+a later step (in its heartbeats or its own finalize) would wait forever for pushes that
+never come; the job ends with both counts instead.
+
+A malformed or unexpected message is logged (rate-limited) and answered with an error; the
 scheduler keeps serving.
 """
 import json
@@ -15,10 +31,48 @@ import zmq
 
 from .. import config
 from ..config import ConfigError
+from .liveness import abort_payload, describe
+from .throttle import LogThrottle
 from .van import Van
 from .wire import Cmd, Message
 
 __all__ = ["Scheduler"]
+
+_UNEVEN_HELP = ("give every worker the same number of batches, e.g. gluon.data.SplitSampler("
+                "length, num_parts=kv.num_workers, part_index=kv.rank) with equal parts, or "
+                "drop the last batch (last_batch='discard')")
+
+
+class _Node:
+    """What the scheduler knows of one registered node."""
+
+    __slots__ = ("identity", "req", "info", "role", "rank", "seen", "steps", "state")
+
+    def __init__(self, identity, req, info):
+        self.identity, self.req, self.info = identity, req, info
+        self.role, self.rank = info["role"], None
+        self.seen = time.monotonic()     # its last heartbeat (or its registration)
+        self.steps = 0                   # workers: steps so far, from heartbeats and finalize
+        self.state = "up"                # up | finalized | lost
+
+    def lost_info(self):
+        """The node as liveness.describe() and PeerLostError name it."""
+        address = self.info.get("tcp") or self.info.get("host")
+        return {"role": self.role, "rank": self.rank, "pid": self.info.get("pid"),
+                "address": address[6:] if address.startswith("tcp://") else address}
+
+    def __str__(self):
+        return describe(self.lost_info())
+
+
+def _check_info(info):
+    if not isinstance(info, dict) or info.get("role") not in ("worker", "server"):
+        role = info.get("role") if isinstance(info, dict) else info
+        raise ValueError(f"role {role!r} cannot register; expected worker or server")
+    need = ("host", "hostid") + (("tcp",) if info["role"] == "server" else ())
+    bad = [k for k in need if not isinstance(info.get(k), str)]
+    if bad or (info["role"] == "server" and not info["tcp"].startswith("tcp://")):
+        raise ValueError(f"registration of a {info['role']} lacks {bad or ['tcp']}")
 
 
 class Scheduler:
@@ -38,15 +92,16 @@ class Scheduler:
             raise ConfigError(f"DMLC_PS_ROOT_PORT={env.root_port}: the scheduler cannot listen "
                               f"on this port ({err}); pick a free port") from None
         self.token = os.urandom(16)
-        self._nodes = {"worker": [], "server": []}    # [(identity, request, info)]
-        self._ranks = {}                               # identity -> (role, rank)
-        self._barrier = []
-        self._finalized = set()
-        self._done = False
+        self.van.set_job_nonce(self.token)
+        self._nodes = {}                 # identity -> _Node, in order of registration
+        self._ranked = False             # the node table was sent
+        self._async = False              # every worker registered with a dist_async store
+        self._barrier = []               # (identity, request id) of workers in the barrier
+        self._status = None              # the exit status, once the job is over
         self._parent = config.kvstore_parent_pid()
         self._timeout = config.ps_heartbeat_timeout() if config.ps_heartbeat_interval() else 0
-        self._last_seen = {}                           # (role, rank) -> monotonic time
         self._deadline = time.monotonic() + config.kvstore_timeout()   # for rendezvous
+        self._complaints = LogThrottle(self.van.log, "bad requests")
         self._handlers = {Cmd.REGISTER: self._register, Cmd.BARRIER: self._barrier_in,
                           Cmd.FINALIZE: self._finalize, Cmd.HEARTBEAT: self._heartbeat}
 
@@ -55,52 +110,101 @@ class Scheduler:
         self.van.log.info("waiting for %d servers and %d workers on port %d",
                           self.env.num_server, self.env.num_worker, self.env.root_port)
         try:
-            while not self._done:
-                self.van.poll(500)
+            while self._status is None:
+                self.van.poll(100)
                 if self._parent and os.getppid() != self._parent:
                     self.van.log.warning("the process that started this job is gone; exiting")
                     return 1
-                failure = self._missing_nodes() or self._silent_node()
-                if failure:
-                    self._abort(failure)
-                    return 1
-            return 0
+                self._check_liveness()
+            return self._status
         finally:
+            self._complaints.flush()
             time.sleep(0.05)
             self.van.close()
 
+    def _role(self, role, state=None):
+        return [n for n in self._nodes.values()
+                if n.role == role and (state is None or n.state == state)]
+
     # ---- liveness ---------------------------------------------------------------------
     def _heartbeat(self, identity, msg):
-        node = (msg.key, msg.sender)
-        if node in self._last_seen:          # late beats of finalized workers are ignored
-            self._last_seen[node] = time.monotonic()
+        node = self._nodes.get(msg.key.encode()) if isinstance(msg.key, str) else None
+        if node is not None and identity == node.identity + b"-heartbeat" \
+                and node.state == "up":
+            node.seen = time.monotonic()
+            if node.steps != msg.version and node.role == "worker":
+                node.steps = msg.version
+                self._check_steps()
         self._ack(identity, msg.req)
 
+    def _check_liveness(self):
+        if self._status is not None:
+            return
+        if not self._ranked and time.monotonic() > self._deadline:
+            self._abort(self._missing_nodes())
+            return
+        if not self._timeout:
+            return
+        now = time.monotonic()
+        for node in list(self._nodes.values()):
+            if node.state == "up" and now - node.seen > self._timeout and self._status is None:
+                self._lost(node, f"it sent no heartbeat for {now - node.seen:.1f} s "
+                                 f"(PS_HEARTBEAT_TIMEOUT={self._timeout:g}) and is presumed dead")
+
     def _missing_nodes(self):
-        if self._ranks or time.monotonic() < self._deadline:
-            return None
-        counts = {r: len(n) for r, n in self._nodes.items()}
+        counts = {r: len(self._role(r)) for r in ("worker", "server")}
         return (f"only {counts['worker']} of {self.env.num_worker} workers and "
                 f"{counts['server']} of {self.env.num_server} servers registered within "
                 f"{config.kvstore_timeout():g} s (MINIGLUON_KVSTORE_TIMEOUT); start the "
                 "missing ones with the same DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT")
 
-    def _silent_node(self):
-        if not self._timeout:
-            return None
-        now = time.monotonic()
-        for (role, rank), seen in self._last_seen.items():
-            if now - seen > self._timeout:
-                return (f"{role} {rank} sent no heartbeat for {now - seen:.0f} s "
-                        f"(PS_HEARTBEAT_TIMEOUT={self._timeout:g}); it is presumed dead")
-        return None
+    def _lost(self, node, reason):
+        if node.role == "worker" and self._ranked and self._async:
+            self._drop(node, reason)
+        else:
+            self._abort(f"{reason}; the scheduler ended the job", node)
 
-    def _abort(self, reason):
-        self.van.log.error("aborting the job: %s", reason)
-        for role, nodes in self._nodes.items():
-            for rank, (identity, _, _) in enumerate(nodes):
-                if not (role == "worker" and rank in self._finalized):
-                    self.van.reply(identity, Message(Cmd.ABORT, payload=[reason.encode()]))
+    def _drop(self, node, reason):
+        """dist_async: go on without a lost worker."""
+        node.state = "lost"
+        left = len(self._role("worker", "up"))
+        self.van.log.warning("%s was lost: %s; the dist_async job goes on with %d workers",
+                             node, reason, left)
+        news = json.dumps({"lost": node.lost_info(), "reason": reason, "workers_left": left})
+        for other in self._nodes.values():
+            if other.state == "up":
+                self.van.reply(other.identity, Message(Cmd.NODE_LOST, payload=[news.encode()]))
+        self.van.reply(node.identity, Message(Cmd.ABORT, payload=[abort_payload(
+            f"this worker ({node}) was dropped from the dist_async job: {reason}")]))
+        self._barrier = [(i, r) for i, r in self._barrier if i != node.identity]
+        self._release_barrier()
+        self._end_if_done()
+
+    def _abort(self, reason, lost=None):
+        text = f"lost {lost}: {reason}" if lost is not None else reason
+        self.van.log.error("aborting the job: %s", text)
+        payload = abort_payload(reason, lost.lost_info() if lost is not None else None)
+        for node in self._nodes.values():
+            if node.state == "up" and node is not lost:
+                self.van.reply(node.identity, Message(Cmd.ABORT, payload=[payload]))
+        self._status = 1
+
+    def _check_steps(self):
+        """dist_sync: end the job if a worker went past the steps of one that finished."""
+        if self._async or self._status is not None:
+            return
+        done = self._role("worker", "finalized")
+        if not done:
+            return
+        first = min(done, key=lambda n: n.steps)
+        others = [n for n in self._role("worker") if n is not first and n.state != "lost"]
+        ahead = max(others, key=lambda n: n.steps, default=None)
+        if ahead is None or ahead.steps <= first.steps:
+            return
+        where = (f"finished after {ahead.steps} steps" if ahead.state == "finalized"
+                 else f"is at step {ahead.steps}")
+        self._abort(f"worker {first.rank} finished after {first.steps} steps while worker "
+                    f"{ahead.rank} {where}; {_UNEVEN_HELP}")
 
     # ---- messages ---------------------------------------------------------------------
     def _on_message(self, identity, msg):
@@ -110,11 +214,11 @@ class Scheduler:
             return
         try:
             handler(identity, msg)
-        except (ValueError, KeyError, TypeError) as err:
+        except Exception as err:  # noqa: BLE001 - a bad request must not stop the scheduler
             self._error(identity, msg, f"bad {msg.cmd.name}: {err}")
 
     def _error(self, identity, msg, text):
-        self.van.log.warning("%s (from %r)", text, identity)
+        self._complaints.warning("%s (from %r)", text, identity)
         self.van.reply(identity, Message(Cmd.ERROR, req=msg.req,
                                          payload=[f"scheduler: {text}".encode()]))
 
@@ -124,62 +228,90 @@ class Scheduler:
     # ---- rendezvous -------------------------------------------------------------------
     def _register(self, identity, msg):
         info = json.loads(msg.body())
+        _check_info(info)
         role = info["role"]
-        if role not in self._nodes:
-            raise ValueError(f"role {role!r} cannot register; expected worker or server")
         expected = self.env.num_worker if role == "worker" else self.env.num_server
-        nodes = self._nodes[role]
-        if len(nodes) >= expected:
+        if identity in self._nodes:
+            raise ValueError(f"this {role} registered already")
+        if len(self._role(role)) >= expected:
             key = "DMLC_NUM_WORKER" if role == "worker" else "DMLC_NUM_SERVER"
             raise ValueError(f"a {role} registered after all {expected} {role}s of the job "
                              f"({key}={expected}) did; start exactly {expected}")
-        nodes.append((identity, msg.req, info))
+        self._nodes[identity] = _Node(identity, msg.req, info)
         self.van.log.info("%s registered from %s (pid %s)", role, info.get("tcp") or
                           info.get("host"), info.get("pid"))
-        if all(len(self._nodes[r]) == n for r, n in (("worker", self.env.num_worker),
-                                                      ("server", self.env.num_server))):
+        if all(len(self._role(r)) == n for r, n in (("worker", self.env.num_worker),
+                                                     ("server", self.env.num_server))):
             self._send_node_table()
 
     def _send_node_table(self):
-        servers = [{"rank": rank, "tcp": info["tcp"], "ipc": info.get("ipc"),
-                    "hostid": info["hostid"]}
-                   for rank, (_, _, info) in enumerate(self._nodes["server"])]
-        for role, nodes in self._nodes.items():
-            for rank, (identity, req, _) in enumerate(nodes):
-                self._ranks[identity] = (role, rank)
-                self._last_seen[(role, rank)] = time.monotonic()
-                table = {"rank": rank, "num_workers": self.env.num_worker,
-                         "num_servers": self.env.num_server, "servers": servers,
-                         "token": self.token.hex()}
-                self.van.reply(identity, Message(Cmd.BYTES, req=req,
-                                                 payload=[json.dumps(table).encode()]))
-        self.van.log.info("all nodes registered; node table sent")
+        workers, servers = self._role("worker"), self._role("server")
+        for nodes in (workers, servers):
+            for rank, node in enumerate(nodes):
+                node.rank = rank
+        self._ranked = True
+        self._async = all(n.info.get("sync") is False for n in workers)
+        server_table = [{"rank": n.rank, "tcp": n.info["tcp"], "ipc": n.info.get("ipc"),
+                         "hostid": n.info["hostid"]} for n in servers]
+        for node in workers + servers:
+            table = {"rank": node.rank, "num_workers": self.env.num_worker,
+                     "num_servers": self.env.num_server, "servers": server_table,
+                     "token": self.token.hex()}
+            if node.role == "server":
+                table["workers"] = [w.identity.decode("utf-8", "replace") for w in workers]
+            self.van.reply(node.identity, Message(Cmd.BYTES, req=node.req,
+                                                  payload=[json.dumps(table).encode()]))
+        self.van.log.info("all nodes registered; node table sent (%s)",
+                          "dist_async: a lost worker is dropped" if self._async else
+                          "a lost worker ends the job")
 
     # ---- barriers and the end of the job ------------------------------------------------
     def _worker(self, identity, what):
-        role_rank = self._ranks.get(identity)
-        if role_rank is None or role_rank[0] != "worker":
+        node = self._nodes.get(identity)
+        if node is None or node.role != "worker" or node.rank is None:
             raise ValueError(f"{what} from a node that is not a registered worker")
-        return role_rank[1]
+        if node.state != "up":
+            raise ValueError(f"{what} from {node}, which was {node.state} already")
+        return node
 
     def _barrier_in(self, identity, msg):
         self._worker(identity, "barrier")
+        done = self._role("worker", "finalized")
+        if done:
+            raise ValueError(f"worker {done[0].rank} finalized (after {done[0].steps} steps) "
+                             "and will never reach this barrier; every worker must call "
+                             "barrier() the same number of times")
         self._barrier.append((identity, msg.req))
-        if len(self._barrier) == self.env.num_worker:
-            for ident, req in self._barrier:
-                self._ack(ident, req)
+        self._release_barrier()
+
+    def _release_barrier(self):
+        waiting = {identity for identity, _ in self._barrier}
+        up = self._role("worker", "up")
+        if self._barrier and all(n.identity in waiting for n in up):
+            for identity, req in self._barrier:
+                self._ack(identity, req)
             self._barrier = []
 
     def _finalize(self, identity, msg):
-        rank = self._worker(identity, "finalize")
-        self._finalized.add(rank)
-        self._last_seen.pop(("worker", rank), None)
+        node = self._worker(identity, "finalize")
+        node.state, node.steps = "finalized", msg.version
         self._ack(identity, msg.req)
-        self.van.log.info("worker %d finalized (%d of %d)", rank, len(self._finalized),
+        self.van.log.info("worker %d finalized after %d steps (%d of %d)", node.rank,
+                          node.steps, len(self._role("worker", "finalized")),
                           self.env.num_worker)
-        if len(self._finalized) == self.env.num_worker:
-            for identity_s, _, _ in self._nodes["server"]:
-                self.van.reply(identity_s, Message(Cmd.EXIT))
-            self._last_seen.clear()
-            self.van.log.info("every worker finalized; servers told to exit")
-            self._done = True
+        for waiter, req in self._barrier:       # they would wait for it forever
+            self._error(waiter, Message(Cmd.BARRIER, req=req),
+                        f"barrier: worker {node.rank} finalized and will never reach it")
+        self._barrier = []
+        self._check_steps()
+        self._end_if_done()
+
+    def _end_if_done(self):
+        if self._status is not None or self._role("worker", "up"):
+            return
+        for server in self._role("server", "up"):
+            self.van.reply(server.identity, Message(Cmd.EXIT))
+        finished = len(self._role("worker", "finalized"))
+        self.van.log.info("every worker finalized or was lost (%d finished); servers told "
+                          "to exit", finished)
+        self._status = 0 if finished else 1

@@ -12,9 +12,15 @@ reading is never written: the server writes into a fresh one instead. Workers on
 host pass big arrays through shared memory (shm.py): the server reads a push in the
 worker's segment (and acknowledges it once read, so the worker may reuse the segment) and
 copies a pulled value into the worker's pull segment.
+
+A server serves the workers of its job only: a request from any other identity (or one
+that claims another worker's rank) is refused, so garbage and strangers never reach a
+key. Refusals are logged rate-limited. When the scheduler reports a worker lost in a
+dist_async job (NODE_LOST), dist_sync keys, which would wait for it forever, refuse every
+request, as do waits for an init only the lost worker 0 could have made.
 """
+import json
 import os
-import pickle
 
 import numpy as np
 
@@ -25,8 +31,11 @@ from ..context import cpu
 from ..ndarray import NDArray
 from ..optimizer import get_updater
 from .base import KVStoreError
+from .liveness import describe
+from . import safe_pickle
 from .postoffice import PostOffice
 from .shm import Segment
+from .throttle import LogThrottle
 from .van import JobAbortedError
 from .wire import Cmd, Flag, Message
 
@@ -106,6 +115,9 @@ class KVServer:
             Cmd.SHM_PROBE: self._shm_probe,
         }
         self._segments = {}            # name -> Segment: the workers' shared memory
+        self._workers = {}             # identity -> rank of the job's workers
+        self._lost = {}                # rank -> why a worker was dropped (dist_async)
+        self._complaints = LogThrottle(self.van.log, "refused requests")
 
     @property
     def num_workers(self):
@@ -115,16 +127,18 @@ class KVServer:
         """Register, then serve until the scheduler ends the job; the exit status."""
         try:
             self.po.start(check=self._check_parent)
+            self._workers = {ident.encode(): rank for rank, ident in enumerate(self.po.workers)}
             self.van.log.info("serving")
             while not self._done:
-                self.van.poll(500)
+                self.van.poll(200)
                 self._check_parent()
-                self.po.heartbeat.check()
+                self.po.check_alive("requests (serving the workers)")
             return 0
         except KVStoreError as err:          # aborted, or no scheduler to register with
             self.van.log.error("%s", err)
             return 1
         finally:
+            self._complaints.flush()
             self.po.close()
 
     def _check_parent(self):
@@ -137,6 +151,8 @@ class KVServer:
             if msg.cmd == Cmd.EXIT:
                 self.van.log.info("the scheduler ended the job; exiting")
                 self._done = True
+            elif msg.cmd == Cmd.NODE_LOST:
+                self._worker_lost(json.loads(msg.body()))
             else:
                 self.van.log.warning("ignored %r from the scheduler", msg)
             return
@@ -144,6 +160,7 @@ class KVServer:
         try:
             if handler is None:
                 raise _Refused(f"a server does not handle {msg.cmd.name} requests")
+            self._check_worker(source, msg)
             handler(source, msg)
         except _Refused as err:
             self._refuse(source, msg, str(err))
@@ -151,13 +168,38 @@ class KVServer:
             self.van.log.exception("failed to handle %r", msg)
             self._refuse(source, msg, f"{type(err).__name__}: {err}")
 
+    def _check_worker(self, identity, msg):
+        rank = self._workers.get(identity)
+        if rank is None or rank != msg.sender:
+            lost = self._lost.get(msg.sender) if rank is None else None
+            raise _Refused(f"{msg.cmd.name} from a peer that is not a worker of this job"
+                           + (f" ({lost})" if lost else ""))
+
     def _refuse(self, identity, msg, text):
-        self.van.log.warning("refused %r: %s", msg, text)
+        self._complaints.warning("refused %r from %r: %s", msg, identity, text)
         self.van.reply(identity, Message(Cmd.ERROR, req=msg.req,
                                          payload=[f"{self.van.label[1:-1]}: {text}".encode()]))
 
     def _ack(self, identity, msg):
         self.van.reply(identity, Message(Cmd.ACK, req=msg.req))
+
+    def _worker_lost(self, news):
+        """dist_async went on without a worker: refuse what would wait for it forever."""
+        rank = news["lost"]["rank"]
+        self._lost[rank] = why = f"{describe(news['lost'])} was lost ({news['reason']})"
+        self._workers = {i: r for i, r in self._workers.items() if r != rank}
+        self.van.log.warning("%s; %d workers left", why, news["workers_left"])
+        for state in self.keys.values():
+            pulls, state.pulls = (state.pulls, []) if state.sync else ([], state.pulls)
+            for identity, msg, _ in pulls:
+                self._refuse(identity, msg, f"pull from key {msg.key!r}: dist_sync cannot go "
+                                            f"on: {why}")
+        if rank == 0:
+            for waits in self._init_waits.values():
+                for identity, msg in waits:
+                    self._refuse(identity, msg, f"init of key {msg.key!r}: {why}, before it "
+                                                "initialized the key")
+            self._init_waits = {}
 
     def _state(self, msg, where):
         state = self.keys.get((msg.store, msg.key))
@@ -169,6 +211,9 @@ class KVServer:
             raise _Refused(f"{where} key {msg.key!r}: shape {msg.shape} dtype "
                            f"{msg.dtype.name if msg.dtype else None} slice {msg.offset}+"
                            f"{msg.length} does not match the initialized {state.describe()}")
+        if state.sync and self._lost:
+            raise _Refused(f"{where} key {msg.key!r}: dist_sync cannot go on: "
+                           f"{next(iter(self._lost.values()))}")
         if bool(msg.flags & Flag.SYNC) != state.sync:
             mode = ("dist_sync", "dist_async")
             raise _Refused(f"{where} key {msg.key!r}: the key was initialized by a "
@@ -190,6 +235,9 @@ class KVServer:
 
     def _init_wait(self, identity, msg):
         name = (msg.store, msg.key)
+        if name not in self.keys and 0 in self._lost:
+            raise _Refused(f"init of key {msg.key!r}: {self._lost[0]}, before it initialized "
+                           "the key")
         if name not in self.keys:
             self._init_waits.setdefault(name, []).append((identity, msg))
             return
@@ -335,7 +383,7 @@ class KVServer:
         token, blob = body[:16], body[16:]
         if token != self.po.token or not 0 <= msg.sender < self.num_workers:
             raise _Refused("set_optimizer from a peer that is not a worker of this job")
-        optimizer = pickle.loads(blob)
+        optimizer = safe_pickle.loads(blob, may_import=self.van.auth is not None)
         self.updaters[msg.store] = get_updater(optimizer)
         self.van.log.info("optimizer of store %d set: %s", msg.store, type(optimizer).__name__)
         self._ack(identity, msg)
@@ -356,6 +404,8 @@ class KVServer:
         body = msg.body()
         if body[:16] != self.po.token:
             raise _Refused("load_optimizer_states from a peer that is not a worker of this job")
-        self._require_updater(msg, "load_optimizer_states").set_states(body[16:])
+        updater = self._require_updater(msg, "load_optimizer_states")
+        safe_pickle.loads(body[16:], may_import=self.van.auth is not None)   # vet it first
+        updater.set_states(body[16:])
         self._ack(identity, msg)
 

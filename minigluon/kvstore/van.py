@@ -3,31 +3,42 @@ request id, and waits that always end.
 
 Each node owns one zmq context. A scheduler or server binds a ROUTER socket and answers
 requests on it; every node connects one DEALER per peer it calls (the scheduler, each
-server). Replies echo the request id, so a node keeps many requests in flight (all the
-pushes of a step) and `wait` matches replies as they come. zmq's own I/O thread moves the
-bytes in the background; Python code only runs inside `poll`/`wait`, so no socket is ever
-shared between threads.
+server). Requests to a peer are numbered 1, 2, 3... and replies echo the number, so a node
+keeps many requests in flight (all the pushes of a step) and `wait` matches replies as
+they come. zmq's own I/O thread moves the bytes in the background; Python code only runs
+inside `poll`/`wait`, so no socket is ever shared between threads.
 
 Every wait has a deadline (`config.kvstore_timeout()`); running out of it raises
 `TimeoutError` naming the peer, its address and what was waited for.
+
+Reliability and security are layers of the van: with PS_RESEND=1 unanswered requests are
+sent again and every ROUTER answers duplicates without applying them twice (resender.py);
+PS_DROP_MSG drops a share of received requests and replies on purpose, to test that; with
+MINIGLUON_PS_SECRET every message is tagged and checked (auth.py), and a message without a
+valid tag is logged with its sender's identity and dropped before anything reads it.
 """
 import builtins
-import itertools
 import logging
 import os
+import random
 import sys
 import time
 
 import zmq
 
 from .. import config
+from .auth import Auth, ZERO_NONCE
 from .base import KVStoreError
-from .wire import Cmd, Message, WireError
+from .throttle import LogThrottle
+from .resender import DuplicateFilter, Resender
+from .wire import Cmd, Flag, Message, WireError, header_flags
 
 __all__ = ["Van", "TimeoutError", "JobAbortedError", "node_logger"]
 
 _LOG = logging.getLogger("minigluon.kvstore")
 _REPLIES = (Cmd.ACK, Cmd.VALUE, Cmd.BYTES, Cmd.ERROR)
+_COPY_BELOW = 65536        # pyzmq copies smaller frames at send; a resend needs its own copy
+_trust_noted = False
 
 
 class TimeoutError(KVStoreError, builtins.TimeoutError):  # noqa: A001 (mx.kv.TimeoutError)
@@ -57,13 +68,38 @@ def node_logger(label):
 
 
 class _Pending:
-    __slots__ = ("peer", "what", "on_reply", "background", "error", "done")
+    __slots__ = ("handle", "peer", "what", "on_reply", "background", "error", "done")
 
-    def __init__(self, peer, what, on_reply, background):
-        self.peer, self.what, self.on_reply = peer, what, on_reply
+    def __init__(self, handle, what, on_reply, background):
+        self.handle, self.peer, self.what, self.on_reply = handle, handle[0], what, on_reply
         self.background = background
         self.error = None
         self.done = False
+
+
+class Dropper:
+    """PS_DROP_MSG: drop `percent` % of the received requests and replies, on purpose (a
+    test knob, as ps-lite's). The choices follow PS_DROP_SEED, the node's role and rank, so
+    a run drops the same share in the same order each time. Messages without a request id
+    (heartbeats, EXIT, ABORT) are never dropped: no resend could bring them back."""
+
+    def __init__(self, percent, seed, role):
+        self.percent, self.seed, self.role = percent, seed, role
+        self.seen = self.dropped = 0
+        self.reseed(None)
+
+    def reseed(self, rank):
+        """Start the node's sequence of choices (again, once its rank is known)."""
+        self._rng = random.Random(f"{self.seed}/{self.role}/{rank}")
+
+    def drop(self, msg):
+        """Whether to drop `msg` as if it had been lost."""
+        if msg.req == 0:
+            return False
+        self.seen += 1
+        lost = self._rng.random() * 100 < self.percent
+        self.dropped += lost
+        return lost
 
 
 class Van:
@@ -77,20 +113,56 @@ class Van:
     def __init__(self, label, on_message=None):
         self.label = label
         self.log = node_logger(label)
+        drop = config.ps_drop_msg()
+        self.dropper = Dropper(drop, config.ps_drop_seed(), label.strip("[]")) if drop else None
         self.sender = -1                 # this node's rank, put in every message it sends
         self.timeout = config.kvstore_timeout()
         self.on_message = on_message
+        secret = config.ps_secret()
+        self.auth = Auth(secret) if secret else None
+        self.resender = Resender(config.ps_resend_timeout()) if config.ps_resend() else None
+        self.duplicates = DuplicateFilter()
         self._ctx = zmq.Context(io_threads=1)
         self._poller = zmq.Poller()
         self._peers = {}                 # name -> (socket, address)
         self._sock_peer = {}             # socket -> name
+        self._identity = {}              # DEALER socket -> its routing id
         self._router = None
         self._ipc_files = []             # socket files of ipc:// binds, removed at close
-        self._req_ids = itertools.count(1)
-        self._pending = {}               # request id -> _Pending
+        self._last_req = {}              # peer -> the last request id sent to it
+        self._pending = {}               # (peer, request id) -> _Pending
         self._orphan_errors = []         # failed requests that nobody waits for
+        self._refusals = {}              # sender -> messages refused
         self.aborted = None              # the scheduler's reason, once it aborted the job
-        self.liveness = None             # raises JobAbortedError once the scheduler is gone
+        self.liveness = None             # liveness(what): raises once the job is lost (ABORT
+                                         # received, scheduler silent); see postoffice.py
+        self._malformed = LogThrottle(self.log, "malformed messages")
+        self._refused = LogThrottle(self.log, "refused messages")
+        self._note_trust()
+
+    @property
+    def sender(self):
+        """This node's rank, put in every message it sends (-1 before registration)."""
+        return self._sender
+
+    @sender.setter
+    def sender(self, rank):
+        self._sender = rank
+        if self.dropper is not None:
+            self.dropper.reseed(rank)
+
+    def _note_trust(self):
+        global _trust_noted
+        if self.auth is None and not _trust_noted:
+            _trust_noted = True
+            self.log.info("MINIGLUON_PS_SECRET is not set: kvstore messages are not "
+                          "authenticated, so run this job only on a network you trust")
+
+    def set_job_nonce(self, token):
+        """Put the job's token (from the scheduler) in every tag from now on, and require
+        it in the requests this node's ROUTER receives."""
+        if self.auth is not None:
+            self.auth.nonce = bytes(token)
 
     # ---- sockets ----------------------------------------------------------------------
     def _socket(self, kind):
@@ -135,6 +207,7 @@ class Van:
         sock.connect(address)
         self._peers[peer] = (sock, address)
         self._sock_peer[sock] = peer
+        self._identity[sock] = identity.encode()
         self._poller.register(sock, zmq.POLLIN)
         self.log.info("connected to %s at %s", peer, address)
 
@@ -146,9 +219,17 @@ class Van:
         return self._socket(kind)
 
     def close(self):
-        """Close every socket and the context (queued messages get LINGER ms to leave)."""
+        """Close every socket and the context (queued messages get LINGER ms to leave).
+        With PS_RESEND, a ROUTER first answers late duplicates for a while: the reply to a
+        node's last request may have been lost."""
+        if self.resender is not None and self._router is not None and self.aborted is None:
+            self._linger(2.5 * self.resender.timeout)
+        self._log_counts()
+        self._malformed.flush()
+        self._refused.flush()
+        linger = 0 if self.aborted is not None else None     # nobody left to receive
         for sock in list(self._sock_peer) + ([self._router] if self._router else []):
-            sock.close()
+            sock.close(linger)
         self._ctx.term()
         for path in self._ipc_files:       # zmq leaves the socket file behind
             try:
@@ -156,22 +237,77 @@ class Van:
             except OSError:
                 pass
 
+    def _linger(self, seconds):
+        end = time.monotonic() + seconds
+        try:
+            while time.monotonic() < end:
+                self.poll(int((end - time.monotonic()) * 1000) + 1)
+        except KVStoreError:
+            pass
+
+    def _log_counts(self):
+        parts = []
+        if self.dropper is not None:
+            parts.append(f"dropped {self.dropper.dropped} of {self.dropper.seen} requests and "
+                         f"replies (PS_DROP_MSG={self.dropper.percent:g})")
+        if self.resender is not None:
+            parts.append(f"resent {self.resender.resent} requests")
+        if self.duplicates.duplicates:
+            parts.append(f"got {self.duplicates.duplicates} duplicate requests")
+        if parts:
+            self.log.info("%s", "; ".join(parts))
+
     # ---- sending ----------------------------------------------------------------------
     def request(self, peer, msg, what, on_reply=None, background=False):
         """Send `msg` to `peer` as a new request; `on_reply(reply)` runs when its reply
         comes (inside poll/wait). A `background` request is not waited for: its error is
-        raised by the next `wait`. Returns the request id."""
-        msg.req = req = next(self._req_ids)
+        raised by the next `wait`. Returns the request's handle.
+
+        With PS_RESEND the payload may be sent again until the reply comes: payloads of
+        64 KiB and more must stay unchanged until then (smaller ones are copied)."""
+        sock = self._peers[peer][0]
+        msg.req = self._last_req[peer] = self._last_req.get(peer, 0) + 1
         msg.sender = self.sender
-        self._pending[req] = _Pending(peer, what, on_reply, background)
-        self._send(self._peers[peer][0], msg.encode(), msg)
-        return req
+        handle = (peer, msg.req)
+        if self.resender is not None:
+            msg.payload = [p if isinstance(p, bytes) or p.nbytes >= _COPY_BELOW else bytes(p)
+                           for p in msg.payload]
+        frames = self._seal(msg, self._identity[sock], to_router=True)
+        self._pending[handle] = _Pending(handle, what, on_reply, background)
+        self._send(sock, frames, msg)
+        if self.resender is not None:
+            self.resender.track(handle, frames, time.monotonic())
+        return handle
 
     def reply(self, identity, msg, track=False):
         """Send `msg` back through the ROUTER to `identity`; with `track`, a zmq
         MessageTracker that is done once zmq no longer reads the payload buffers."""
         msg.sender = self.sender
-        return self._send(self._router, [identity] + msg.encode(), msg, track)
+        frames = self._seal(msg, identity, to_router=False)
+        if msg.req:
+            self.duplicates.answered(identity, msg.req, frames)
+        return self._send(self._router, [identity] + frames, msg, track)
+
+    def sealed_request(self, msg, identity):
+        """The frames of `msg` as sent by a DEALER of this node with routing id `identity`
+        but outside the van (the heartbeat thread): tagged when the job has a secret."""
+        return self._seal(msg, identity, to_router=True)
+
+    def authentic(self, frames, identity):
+        """Whether frames a DEALER outside the van (`identity`) received carry a valid tag
+        (always True without a secret); safe to call from another thread."""
+        if self.auth is None:
+            return True
+        return (bool(header_flags(frames) & Flag.AUTH) and
+                self.auth.check(frames[:-1], frames[-1], identity, False) is not None)
+
+    def _seal(self, msg, identity, to_router):
+        if self.auth is None:
+            return msg.encode()
+        msg.flags |= Flag.AUTH
+        frames = msg.encode()
+        frames.append(self.auth.tag(frames, identity, to_router))
+        return frames
 
     def _send(self, sock, frames, msg, track=False):
         if self.log.isEnabledFor(logging.DEBUG):
@@ -180,7 +316,10 @@ class Van:
 
     # ---- receiving --------------------------------------------------------------------
     def poll(self, timeout_ms):
-        """Receive and handle every message that arrives within `timeout_ms`."""
+        """Receive and handle every message that arrives within `timeout_ms` (and send
+        again the requests whose resend is due)."""
+        if self.resender is not None:
+            timeout_ms = self._resend(timeout_ms)
         for sock, _ in self._poller.poll(timeout_ms):
             for _ in range(4096):       # drain, but let the other sockets have a turn
                 try:
@@ -189,23 +328,106 @@ class Van:
                     break
                 self._dispatch(sock, frames)
 
+    def _resend(self, timeout_ms):
+        """Send the due requests again; `timeout_ms` capped at the next resend."""
+        now = time.monotonic()
+        for handle, frames in self.resender.due(now):
+            self.log.debug("resend request %d to %s (try %d)", handle[1], handle[0],
+                           self.resender.sends(handle))
+            self._peers[handle[0]][0].send_multipart(frames, copy=False)
+        due = self.resender.next_due()
+        if due is None:
+            return timeout_ms
+        return max(0, min(timeout_ms, int((due - now) * 1000) + 1))
+
     def _dispatch(self, sock, frames):
-        if sock is self._router:
+        to_router = sock is self._router
+        if to_router:
             source, frames = frames[0].bytes, frames[1:]
+            identity = source
         else:
-            source = self._sock_peer[sock]
+            source, identity = self._sock_peer[sock], self._identity[sock]
+        frames, nonce, problem = self._authenticate(frames, identity, to_router)
         try:
             msg = Message.decode(frames)
         except WireError as err:
-            self.log.warning("dropped a malformed message from %r: %s", source, err)
+            if problem:
+                self._refuse(source, None, problem)
+            else:
+                self._malformed.warning("dropped a malformed message from %r: %s", source, err)
+            return
+        problem = problem or (to_router and self._bad_nonce(nonce, msg))
+        if problem:
+            self._refuse(source, msg, problem)
             return
         if self.log.isEnabledFor(logging.DEBUG):
             self.log.debug("recv %r", msg)
-        pending = self._pending.get(msg.req) if msg.cmd in _REPLIES else None
-        if pending is None or sock is self._router:
-            self._unsolicited(source, msg)
+        if self.dropper is not None and self.dropper.drop(msg):
+            self.log.debug("dropped %r on purpose (PS_DROP_MSG)", msg)
             return
-        del self._pending[msg.req]
+        if to_router:
+            self._request_in(source, msg)
+        else:
+            self._from_router(source, msg)
+
+    # ---- authentication -----------------------------------------------------------------
+    def _authenticate(self, frames, identity, to_router):
+        """(frames without the tag, the tag's nonce, why the message is refused or None)."""
+        tagged = bool(header_flags(frames) & Flag.AUTH)
+        if self.auth is None:
+            if tagged:
+                return frames[:-1], None, ("it carries an authentication tag but this process "
+                                           "has no MINIGLUON_PS_SECRET; give every process "
+                                           "of the job the same secret")
+            return frames, None, None
+        if not tagged:
+            return frames, None, ("it has no authentication tag: the sender has no "
+                                  "MINIGLUON_PS_SECRET (every process of the job needs the "
+                                  "same one)")
+        nonce = self.auth.check(frames[:-1], frames[-1], identity, to_router)
+        if nonce is None:
+            return frames[:-1], None, ("its authentication tag does not match: the sender's "
+                                       "MINIGLUON_PS_SECRET differs, or the message was "
+                                       "altered")
+        return frames[:-1], nonce, None
+
+    def _bad_nonce(self, nonce, msg):
+        if self.auth is None or nonce == self.auth.nonce != ZERO_NONCE:
+            return None
+        if nonce == ZERO_NONCE and msg.cmd in (Cmd.REGISTER, Cmd.HEARTBEAT):
+            return None      # sent before the node got the token (heartbeats start first)
+        return "its job nonce is not this job's: a message of another job, replayed?"
+
+    def _refuse(self, source, msg, problem):
+        if len(self._refusals) > 4096:        # a flood from ever new identities
+            self._refusals.clear()
+        count = self._refusals[source] = self._refusals.get(source, 0) + 1
+        what = repr(msg) if msg is not None else "a message"
+        self._refused.warning("refused %s from %r (%d so far): %s", what, source, count,
+                              problem)
+
+    # ---- handling ---------------------------------------------------------------------
+    def _request_in(self, identity, msg):
+        verdict = self.duplicates.classify(identity, msg.req, msg.cmd)
+        if verdict == "new":
+            self._unsolicited(identity, msg)
+        elif isinstance(verdict, tuple):
+            self.log.debug("duplicate %r from %r: sent its reply again", msg, identity)
+            self._router.send_multipart([identity] + verdict[1])
+        else:
+            self.log.debug("ignored a duplicate %r from %r (%s)", msg, identity, verdict)
+
+    def _from_router(self, peer, msg):
+        handle = (peer, msg.req)
+        pending = self._pending.pop(handle, None) if msg.cmd in _REPLIES else None
+        if pending is None:
+            if msg.cmd in _REPLIES and 0 < msg.req <= self._last_req.get(peer, 0):
+                self.log.debug("ignored a duplicate reply %r from %s", msg, peer)
+            else:
+                self._unsolicited(peer, msg)
+            return
+        if self.resender is not None:
+            self.resender.done(handle)
         pending.done = True
         if msg.cmd == Cmd.ERROR:
             pending.error = KVStoreError(msg.text())
@@ -220,6 +442,8 @@ class Van:
     def _unsolicited(self, source, msg):
         if msg.cmd == Cmd.ABORT and not isinstance(source, bytes):
             self.aborted = msg.text()
+            if self.liveness is not None:      # raises it, naming what the caller waits for
+                return
             raise JobAbortedError(f"{self.label} the job was aborted by the {source}: "
                                   f"{self.aborted}")
         if self.on_message is None:
@@ -238,13 +462,14 @@ class Van:
         while records:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise self._timeout(records[0], timeout)
-            self.poll(100 if check is not None else min(1000, int(left * 1000) + 1))
+                raise self._timeout(records, timeout)
+            fast = check is not None or self.liveness is not None
+            self.poll(min(100 if fast else 1000, int(left * 1000) + 1))
             if check is not None:
                 check()
             records = [r for r in records if not r.done]
             if records and self.liveness is not None:
-                self.liveness()
+                self.liveness(records[0].what)
         self._raise_errors(records_all)
 
     def wait_all(self, timeout=None):
@@ -258,9 +483,19 @@ class Van:
         if errors:
             raise errors[0]
 
-    def _timeout(self, record, timeout):
+    def _timeout(self, records, timeout):
+        record = records[0]
         seconds = self.timeout if timeout is None else timeout
         address = self._peers[record.peer][1] if record.peer in self._peers else "?"
+        sent = ""
+        if self.resender is not None:
+            sent = (f" (sent {self.resender.sends(record.handle)} times, PS_RESEND_TIMEOUT="
+                    f"{self.resender.timeout * 1000:g} ms)")
+            for r in records:                 # past their deadline: no more resends
+                self.resender.done(r.handle)
+        hint = ("; a process whose MINIGLUON_PS_SECRET differs ignores every message"
+                if self.auth is not None else "")
         return TimeoutError(
             f"{self.label} no reply from {record.peer} ({address}) to {record.what} within "
-            f"{seconds:g} s; is that process alive? (the deadline is MINIGLUON_KVSTORE_TIMEOUT)")
+            f"{seconds:g} s{sent}; is that process alive?{hint} (the deadline is "
+            "MINIGLUON_KVSTORE_TIMEOUT)")

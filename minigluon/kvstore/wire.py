@@ -7,7 +7,9 @@ as uint32 words when the COMPRESSED_2BIT flag is set), or opaque bytes (a JSON n
 an error text, optimizer states). Arrays are sent with `copy=False`, so a large payload is
 never copied in user space; nothing on the data path is pickled. With the SHM flag, the
 array lives in a shared-memory segment (shm.py) and the payload frame is its name (a PULL
-names the segment to fill; its VALUE reply then carries no frame).
+names the segment to fill; its VALUE reply then carries no frame). With the AUTH flag, one
+more frame follows the payload: the job nonce and an HMAC-SHA256 of the message (auth.py);
+the van checks and removes it before `decode`.
 
 `Message.decode` checks everything a peer could get wrong (magic, version, command, dtype
 code, sizes, payload length against shape and slice) and raises `WireError`; a server or
@@ -19,13 +21,14 @@ scheduler that gets one logs it and keeps serving.
 3
 """
 import enum
+import math
 import struct
 
 import numpy as np
 
 from .base import KVStoreError
 
-__all__ = ["Cmd", "Flag", "Message", "WireError", "payload_kind", "words_for"]
+__all__ = ["Cmd", "Flag", "Message", "WireError", "header_flags", "payload_kind", "words_for"]
 
 MAGIC = b"MG"
 VERSION = 1
@@ -47,10 +50,12 @@ class Cmd(enum.IntEnum):
     # node <-> scheduler
     REGISTER = 1       # payload: JSON {role, host, tcp, ipc, hostid}; reply BYTES node table
     BARRIER = 2        # reply ACK once every worker sent one
-    FINALIZE = 3       # a worker is done; reply ACK
+    FINALIZE = 3       # a worker is done; version = its step count; reply ACK
     EXIT = 4           # scheduler -> server: the job is over
-    ABORT = 5          # scheduler -> everyone: the job failed; payload: text
-    HEARTBEAT = 6      # node -> scheduler, key = role, sender = rank; reply ACK
+    ABORT = 5          # scheduler -> everyone: the job failed; payload: JSON {reason, lost}
+    HEARTBEAT = 6      # node -> scheduler, key = node identity, sender = rank,
+                       # version = step count; reply ACK
+    NODE_LOST = 7      # scheduler -> nodes: a worker left a dist_async job; payload: JSON
     # worker <-> server
     INIT = 10          # worker 0 sets a key's (slice of) value
     INIT_WAIT = 11     # other workers: reply when worker 0's INIT arrived
@@ -75,12 +80,14 @@ class Flag(enum.IntFlag):
     COMPRESSED_2BIT = 4  # the payload is 2-bit codes; `threshold` is the threshold
     DUMP_OPTIMIZER = 8   # GET_STATES: include the optimizer itself
     SHM = 16             # the array is in the shared-memory segment the payload names
+    AUTH = 32            # an authentication tag frame follows the payload (auth.py)
 
 
 _ARRAY, _BYTES, _NONE = "array", "bytes", "none"
 _PAYLOAD = {
     Cmd.REGISTER: _BYTES, Cmd.BARRIER: _NONE, Cmd.FINALIZE: _NONE, Cmd.EXIT: _NONE,
-    Cmd.ABORT: _BYTES, Cmd.HEARTBEAT: _NONE, Cmd.INIT: _ARRAY, Cmd.INIT_WAIT: _NONE,
+    Cmd.ABORT: _BYTES, Cmd.HEARTBEAT: _NONE, Cmd.NODE_LOST: _BYTES, Cmd.INIT: _ARRAY,
+    Cmd.INIT_WAIT: _NONE,
     Cmd.PUSH: _ARRAY, Cmd.PULL: _NONE, Cmd.SET_OPTIMIZER: _BYTES, Cmd.GET_STATES: _NONE,
     Cmd.SET_STATES: _BYTES, Cmd.SHM_PROBE: _BYTES, Cmd.ACK: _NONE, Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES,
     Cmd.ERROR: _BYTES,
@@ -91,6 +98,12 @@ _DTYPES = {1: np.float32, 2: np.float64, 3: np.float16, 4: np.uint8, 5: np.int32
 _CODES = {np.dtype(t): c for c, t in _DTYPES.items()}
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 _CMDS = {int(c): c for c in Cmd}
+
+
+def header_flags(frames):
+    """The flag bits of a received message's header (0 if it is too short to have any)."""
+    head = _as_bytes(frames[0]) if frames else b""
+    return struct.unpack_from("<H", head, 4)[0] if len(head) >= _FIXED.size else 0
 
 
 def payload_kind(cmd):
@@ -284,7 +297,7 @@ def _check_shm(msg):
 def _check_slice(msg):
     if msg.dtype is None:
         raise WireError(f"{msg.cmd.name} of key {msg.key!r} names no dtype")
-    size = int(np.prod(msg.shape, dtype=np.int64)) if msg.shape else 1
+    size = math.prod(msg.shape)          # exact: an absurd shape cannot overflow it
     if msg.offset + msg.length > size:
         raise WireError(f"{msg.cmd.name} of key {msg.key!r}: slice {msg.offset}+{msg.length} "
                         f"lies outside shape {msg.shape} ({size} elements)")

@@ -4,6 +4,9 @@
   slurm) and owns every process it starts (see docs/launch.md).
 - `mpi_role`: turns an MPI or Slurm rank into a DMLC role inside ``mpirun``/``srun``.
 - `guard`: the supervisor each launched process runs under, so none outlives the launcher.
+- `stats`: the workers' step-time files and the end-of-job table made from them.
+- `doctor`: ``python -m minigluon.tools.doctor`` checks hosts, ports, addresses, versions and
+  clocks before a job, running `probe` on each host.
 """
 from ..base import MXNetError
 

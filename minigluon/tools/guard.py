@@ -9,6 +9,10 @@ happens it stops the whole group (SIGTERM, a grace period, then SIGKILL):
   the launcher armed it, and by watching its parent's PID everywhere;
 - with `--remote`, its standard input closes (the ssh connection to the launcher is gone).
 
+With `--stats`, the command gets a private MINIGLUON_LAUNCH_STATS_DIR, and the files it
+leaves there (a worker's step times) go back to the launcher as marker lines on stdout once
+it ended: how a remote worker's numbers reach the launcher's end-of-job table.
+
 When the command ends by itself, anything it left behind in the group is stopped too, and
 the guard exits with the command's status. Locally it dies by the same signal as the
 command, so the launcher sees the real signal; with `--remote` it exits 128+N instead,
@@ -23,13 +27,19 @@ source to remote hosts inline, so the remote side needs a Python, not minigluon:
 import json
 import os
 import selectors
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 PR_SET_PDEATHSIG = 1
+STATS_ENV = "MINIGLUON_LAUNCH_STATS_DIR"
+STATS_MARKER = b"@@minigluon-stats "  # written here and by mpi_role, read by the launcher
+STATS_FILE_LIMIT = 16384  # bytes relayed per file: a step-time report is a few hundred
 
 
 def set_parent_death_signal(signum=signal.SIGTERM):
@@ -257,6 +267,59 @@ def _write_lines(out, prefix, lines):
         pass
 
 
+def make_temp_dir(prefix):
+    """A new temporary folder `<prefix><pid>-<host>-XXXX`, after removing this host's whose
+    process is gone: a process killed by SIGKILL cannot remove its own."""
+    root, host = tempfile.gettempdir(), socket.gethostname()
+    for name in os.listdir(root):
+        pid, _, rest = name[len(prefix):].partition("-")
+        if (name.startswith(prefix) and pid.isdigit() and rest.startswith(host + "-")
+                and not _alive(int(pid))):
+            try:
+                if os.stat(os.path.join(root, name)).st_uid == os.getuid():
+                    shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+            except OSError:
+                pass  # removed meanwhile
+    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-{host}-")
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process
+    return True
+
+
+class StatsRelay:
+    """A MINIGLUON_LAUNCH_STATS_DIR of this host's own, put into `env`; `relay(out)` then
+    writes one marker line per file it holds to `out` and removes it. `label` ('worker 1')
+    goes into each line where the launcher cannot tell whose it is (mpirun, srun)."""
+
+    def __init__(self, env, label=None):
+        self.path = make_temp_dir("minigluon-stats-")
+        self.label = label
+        env[STATS_ENV] = self.path
+
+    def relay(self, out):
+        try:
+            lines = [STATS_MARKER + json.dumps(dict(_stats_file(self.path, name),
+                                                    label=self.label)).encode()
+                     for name in sorted(os.listdir(self.path))]
+            _write_lines(out, None, lines)
+        except OSError:
+            pass  # a report that cannot be read is reported missing by the launcher
+        finally:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _stats_file(folder, name):
+    with open(os.path.join(folder, name), "rb") as f:
+        return {"name": name, "text": f.read(STATS_FILE_LIMIT).decode("utf-8", "replace")}
+
+
 def exit_like(returncode, mirror_signal=True):
     """Exit this process with `returncode`; a death by signal N dies by N again or exits 128+N."""
     sys.stdout.flush()
@@ -289,14 +352,15 @@ def describe(returncode):
 
 
 def _parse(args):
-    opts = {"grace": 3.0, "remote": False, "env_from_stdin": False, "parent_pid": None}
+    opts = {"grace": 3.0, "remote": False, "env_from_stdin": False, "stats": False,
+            "parent_pid": None}
     while args and args[0] != "--":
         flag = args.pop(0)
         if flag == "--grace":
             opts["grace"] = float(args.pop(0))
         elif flag == "--parent-pid":
             opts["parent_pid"] = int(args.pop(0))
-        elif flag in ("--remote", "--env-from-stdin"):
+        elif flag in ("--remote", "--env-from-stdin", "--stats"):
             opts[flag[2:].replace("-", "_")] = True
         else:
             raise SystemExit(f"minigluon guard: unknown option {flag!r}")
@@ -319,19 +383,24 @@ def _env_from_stdin():
 
 
 def main(argv=None):
-    """Command-line entry: `guard.py [--grace S] [--remote] [--env-from-stdin] -- cmd...`."""
+    """Command-line entry: `guard.py [--grace S] [--remote] [--env-from-stdin] [--stats]
+    -- cmd...`."""
     opts, command = _parse(list(sys.argv[1:] if argv is None else argv))
     if opts["parent_pid"] is not None:
         set_parent_death_signal(signal.SIGTERM)
         if os.getppid() != opts["parent_pid"]:
             return 1
-    env = _env_from_stdin() if opts["env_from_stdin"] else None
+    env = _env_from_stdin() if opts["env_from_stdin"] else dict(os.environ)
+    stats = StatsRelay(env) if opts["stats"] else None
     sup = Supervisor(command, grace=opts["grace"], env=env, watch_stdin=opts["remote"])
     try:
         code = sup.run()
     except OSError as e:  # the command could not be started at all
         print(f"minigluon guard: cannot run {command[0]!r}: {e}", file=sys.stderr)
         return 127
+    finally:
+        if stats is not None:
+            stats.relay(sys.stdout.buffer)
     if code < 0 and sup.reason is None:
         print(f"minigluon guard: the command was {describe(code)}", file=sys.stderr)
     exit_like(code, mirror_signal=not opts["remote"])

@@ -32,6 +32,7 @@ class Job:
     ssh_options: list = field(default_factory=list)
     sync_dst_dir: Optional[str] = None
     remote_python: Optional[str] = None
+    stats: Optional[object] = None  # stats.StatsDir: the local workers' step-time folders
 
     def placements(self, hosts):
         """Servers and workers on `hosts`, cycling as the FAQ describes."""

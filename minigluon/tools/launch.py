@@ -20,12 +20,15 @@ import signal
 import socket
 import sys
 
+from .. import config
+from ..config import ConfigError
 from . import LaunchError, launchers
 from .hosts import read_hostfile
 from .job import Job
 from .launchers import local
 from .ports import PortReservation
 from .procgroup import ProcessGroup
+from .stats import StatsDir, step_time_lines
 from .summary import PROG, render
 
 SETUP_ERROR = 2  # nothing was started: the command line or the environment is wrong
@@ -117,6 +120,16 @@ def parse_env(items):
     return env
 
 
+def job_secret():
+    """MINIGLUON_PS_SECRET as set here (checked as the kvstore will), else a fresh one.
+    It is never printed."""
+    try:
+        given = config.ps_secret()
+    except ConfigError as e:
+        raise LaunchError(str(e)) from None
+    return given.decode("utf-8") if given else secrets.token_hex(32)
+
+
 def build_job(args):
     """The Job the command line describes (hosts read, sizes and options checked)."""
     if args.sync_dst_dir and args.launcher != "ssh":
@@ -126,7 +139,7 @@ def build_job(args):
                           "-H/--hostfile, or use --launcher ssh")
     return Job(num_workers=args.num_workers, num_servers=args.num_servers,
                command=args.command, hosts=read_hostfile(args.hostfile) if args.hostfile else [],
-               secret=secrets.token_hex(32), interface=args.interface,
+               secret=job_secret(), interface=args.interface,
                extra_env=parse_env(args.env), grace=args.grace,
                server_command=args.server_command, scheduler_command=args.scheduler_command,
                ssh_options=args.ssh_option, sync_dst_dir=args.sync_dst_dir,
@@ -140,8 +153,8 @@ def launch(args):
     backend.check(job)
     job.root_uri = backend.scheduler_uri(job)
     backend.prepare(job)
-    with PortReservation(args.port) as port:
-        job.port = port
+    with PortReservation(args.port) as port, StatsDir() as stats:
+        job.port, job.stats = port, stats
         here = "localhost" if args.launcher == "local" else socket.gethostname()
         tasks = [local.task(job, "scheduler", "scheduler", host=here)] + backend.tasks(job)
         if args.verbose:
@@ -156,7 +169,9 @@ def launch(args):
                     raise LaunchError(f"cannot start {task.label}: {task.argv[0]}: "
                                       f"{e.strerror}") from None
             outcome = group.run(shutdown_timeout=args.shutdown_timeout)
-    sys.stderr.write(render(outcome))
+        workers = [f"worker {j}" for j in range(job.num_workers)]
+        step_times = step_time_lines(stats.files() + outcome.stats_files, workers)
+    sys.stderr.write(render(outcome, step_times))
     return outcome.exit_code
 
 

@@ -34,6 +34,8 @@ def _parse(argv):
     p.add_argument("--grace", type=float, default=3.0, help="seconds from SIGTERM to SIGKILL")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="a variable for the role's process (the DMLC_* values)")
+    p.add_argument("--stats", action="store_true", help="relay a worker's step times "
+                   "(MINIGLUON_LAUNCH_STATS_DIR) to the launcher when it ends")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the worker command, after --")
     args = p.parse_args(argv)
     if args.command[:1] == ["--"]:
@@ -68,6 +70,7 @@ def main(argv=None):
     label = f"{role} {role_rank}"
     env = dict(os.environ, DMLC_ROLE=role, MINIGLUON_LAUNCH_RANK=str(role_rank))
     env.update(item.split("=", 1) for item in args.env if "=" in item)
+    stats = guard.StatsRelay(env, label) if args.stats and role == "worker" else None
     sup = guard.Supervisor(_command(args, role), grace=args.grace, env=env,
                            prefix=f"[{label}] ".encode())
     try:
@@ -75,6 +78,8 @@ def main(argv=None):
     except OSError as e:
         print(f"[{label}] cannot start the command: {e}", file=sys.stderr)
         code = 127
+    if stats is not None:
+        stats.relay(sys.stdout.buffer)
     if code != 0 and sup.reason is None:
         _report(label, code)
     guard.exit_like(code, mirror_signal=False)

@@ -36,7 +36,7 @@ class PortReservation:
             self._sock.bind(("", port))
         except OSError as e:
             self._sock.close()
-            raise _port_error(port, e) from None
+            raise port_error(port, e) from None
         self.port = self._sock.getsockname()[1]
 
     def close(self):
@@ -49,7 +49,7 @@ class PortReservation:
         self.close()
 
 
-def _port_error(port, err):
+def port_error(port, err):
     if err.errno == errno.EADDRINUSE:
         return LaunchError(f"--port {port}: the port is already in use on this host (another "
                            "program holds it); help: choose another --port, or leave --port "

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Optional
 
-from .guard import Lines, arm_for_parent, describe
+from .guard import STATS_MARKER, Lines, arm_for_parent, describe
 
 TAIL_LINES = 15
 EXIT_MARKER = b"@@minigluon-exit "  # written by mpi_role, read here, never shown
@@ -90,6 +90,7 @@ class Outcome:
     interrupted: Optional[str] = None
     stopped: list = field(default_factory=list)
     lingering: list = field(default_factory=list)
+    stats_files: list = field(default_factory=list)  # {"label", "name", "text"} relayed
 
 
 class Member:
@@ -144,6 +145,7 @@ class ProcessGroup:
         self._sel = selectors.DefaultSelector()
         self._tails = collections.defaultdict(lambda: collections.deque(maxlen=TAIL_LINES))
         self._reports = []  # exit reports from mpi_role, in arrival order
+        self._stats_files = []  # step-time files relayed by remote guards and mpi_role
         self._exit_order = []
         self._hurry = False
         self._old_handlers = {}
@@ -209,6 +211,7 @@ class ProcessGroup:
                           lingering=[m.task.label for m in lingering])
         outcome.stopped = [m.task.label for m in self.members if m.returncode is None]
         self._teardown()
+        outcome.stats_files = list(self._stats_files)
         if first is not None:
             outcome.failure = self._describe_failure(first)
             outcome.exit_code = outcome.failure.exit_code
@@ -268,6 +271,9 @@ class ProcessGroup:
             if line.startswith(EXIT_MARKER):
                 self._record_report(line)
                 continue
+            if line.startswith(STATS_MARKER):
+                self._record_stats(member, line)
+                continue
             if member.task.demux:
                 match = _LABEL.match(line)
                 label = match.group(1).decode() if match else member.task.label
@@ -289,6 +295,17 @@ class ProcessGroup:
         try:
             self._reports.append(json.loads(line[len(EXIT_MARKER):]))
         except ValueError:
+            pass
+
+    def _record_stats(self, member, line):
+        """A step-time file relayed by a remote guard (whose task's label says whose it
+        is) or by mpi_role (which names the label itself)."""
+        try:
+            relayed = json.loads(line[len(STATS_MARKER):])
+            label = relayed.get("label") if member.task.demux else member.task.label
+            self._stats_files.append({"label": str(label), "name": str(relayed["name"]),
+                                      "text": str(relayed["text"])})
+        except (ValueError, KeyError, TypeError, AttributeError):
             pass
 
     def _pipes_open(self):

@@ -1,11 +1,14 @@
-"""The one summary the launcher prints when a job did not simply succeed."""
+"""The one summary the launcher prints at the end of a job: the workers' step times, when
+they reported any, and what failed or had to be stopped, when anything did."""
 
 PROG = "minigluon-launch"
 
 
-def render(outcome):
-    """Text for `outcome` (a procgroup.Outcome), or '' when there is nothing to say."""
-    lines = []
+def render(outcome, step_times=()):
+    """Text for `outcome` (a procgroup.Outcome) after the `step_times` lines (see
+    stats.step_time_lines), or '' when there is nothing to say."""
+    lines = list(step_times)
+    done = len(lines)
     failure = outcome.failure
     if failure is not None:
         lines.append(f"{failure.label} failed first (host {failure.host}): {failure.how}")
@@ -23,7 +26,7 @@ def render(outcome):
                      "on their own; stopped them")
     elif outcome.stopped:
         lines.append(f"stopped {_names(outcome.stopped)}")
-    if lines and outcome.exit_code:
+    if len(lines) > done and outcome.exit_code:
         lines[-1] += f"; exiting with code {outcome.exit_code}"
     return "".join(f"{PROG}: {line}\n" for line in lines)
 

@@ -45,7 +45,8 @@ def free_port():
 
 def base_env(extra=None):
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DMLC_", "PS_", "MXNET_KVSTORE", "MINIGLUON_KVSTORE"))}
+           if not k.startswith(("DMLC_", "PS_", "MXNET_KVSTORE", "MINIGLUON_KVSTORE",
+                                "MINIGLUON_PS_SECRET"))}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MINIGLUON_KVSTORE_TIMEOUT="30",
                PYTHONUNBUFFERED="1")
     env.update(extra or {})
@@ -86,9 +87,11 @@ class Job:
                 proc.wait()
 
 
-def assert_gone(pids, within=5.0):
+def assert_gone(pids, within=5.0, files_before=()):
     """Every pid has exited (zombies of reaped parents count as gone), and left no
-    shared-memory segment behind."""
+    shared-memory segment or ipc socket file behind. `files_before` (names in /tmp before
+    the job) are not counted: pids wrap at 32768, so a file of a process killed long ago
+    can carry a pid of this job."""
     end = time.monotonic() + within
     alive = list(pids)
     while alive and time.monotonic() < end:
@@ -100,7 +103,8 @@ def assert_gone(pids, within=5.0):
         if os.path.isdir("/dev/shm") else []
     assert not left, f"shared memory left behind: {left}"
     sockets = tuple(f"mgkv-{pid}-" for pid in pids)
-    left = [n for n in os.listdir("/tmp") if n.startswith(sockets) and n.endswith(".sock")]
+    left = [n for n in os.listdir("/tmp") if n.startswith(sockets) and n.endswith(".sock")
+            and n not in files_before]
     assert not left, f"ipc socket files left behind: {left}"
 
 
@@ -127,6 +131,7 @@ def run_job(tmp_path, worker_code, workers=1, servers=1, env=None, root_uri="127
                   DMLC_NUM_SERVER=str(servers), DMLC_NUM_WORKER=str(workers))
     job = Job()
     end = time.monotonic() + deadline
+    outputs, files_before = {}, set(os.listdir("/tmp"))
     try:
         job.start("scheduler", [sys.executable, str(script)],
                   dict(common, DMLC_ROLE="scheduler"), tmp_path)
@@ -139,7 +144,10 @@ def run_job(tmp_path, worker_code, workers=1, servers=1, env=None, root_uri="127
         outputs, late = job.finish(end)
     finally:
         job.kill_all()
-    assert_gone([p.pid for _, p in job.procs])
+    try:
+        assert_gone([p.pid for _, p in job.procs], files_before=files_before)
+    except AssertionError as err:     # what the processes said tells why
+        raise AssertionError(f"{err}\n" + _dump(outputs)) from None
     if expect_fail:
         return outputs
     assert not late, f"killed after the {deadline} s deadline: {late}\n" + _dump(outputs)
@@ -341,8 +349,9 @@ def test_a_dead_worker_aborts_the_job_and_every_process_exits(tmp_path):
     kv.push(0, nd.ones((3,)))
     try:
         kv.pull(0, out=nd.zeros((3,)))             # round 1 never completes
-    except mx.kv.JobAbortedError as err:
-        report(error=str(err))
+    except mx.kv.PeerLostError as err:
+        assert isinstance(err, mx.kv.JobAbortedError)
+        report(error=str(err), role=err.role, rank=err.rank)
     """
     outputs = run_job(tmp_path, code, workers=2, servers=1, expect_fail=True,
                       env={"PS_HEARTBEAT_INTERVAL": "0.2", "PS_HEARTBEAT_TIMEOUT": "1.5"},
@@ -353,8 +362,10 @@ def test_a_dead_worker_aborts_the_job_and_every_process_exits(tmp_path):
     assert workers == [-signal.SIGKILL, 0], _dump(outputs)
     assert codes["scheduler"] == 1 and codes["server0"] == 1, _dump(outputs)
     survivor = [_result(outputs[n][1]) for n in ("worker0", "worker1") if codes[n] == 0]
-    assert "aborted by the scheduler: worker 1 sent no heartbeat" in survivor[0]["error"]
+    assert "[worker 0] lost worker 1 (127.0.0.1, pid " in survivor[0]["error"]
+    assert "while waiting for pull from key 0: it sent no heartbeat for" in survivor[0]["error"]
     assert "PS_HEARTBEAT_TIMEOUT=1.5" in survivor[0]["error"]
+    assert (survivor[0]["role"], survivor[0]["rank"]) == ("worker", 1)
 
 
 def test_device_modes_reduce_on_the_device(tmp_path):

@@ -100,7 +100,7 @@ for msg in (Message(Cmd.REGISTER, payload=[b'{}']),
     assert reply.cmd == Cmd.ERROR and reply.req == 777, reply
     replies.append(reply.text())
 assert 'does not handle REGISTER' in replies[0], replies
-assert "push to key 404: the key has not been initialized" in replies[1], replies
+assert 'PUSH from a peer that is not a worker of this job' in replies[1], replies
 assert 'not a worker of this job' in replies[2], replies
 server.close(); sched.close(); ctx.term()
 # the real job goes on: the junk PUSH frames for key 5 were dropped, not merged

@@ -1,6 +1,7 @@
 """Values pulled from real dist_sync / dist_async clusters equal the exact expected sums.
 
-Every (W, S) in (1,1), (2,1), (2,2), (3,2); keys small and big (MXNET_KVSTORE_BIGARRAY_BOUND
+Every mode (the *_device ones on two simulated GPUs per worker) and every (W, S) in
+(1,1), (2,1), (2,2), (3,2); keys small and big (MXNET_KVSTORE_BIGARRAY_BOUND
 is 40 here, so big keys are split over the servers, in slices that do not divide evenly),
 float32 and float16, int and str keys, two devices per worker. Values are small integers,
 so every sum is exact in float16 and float32 and equality is exact. Parts of 64 KiB and
@@ -17,6 +18,8 @@ from test_dist_cluster import run_job
 SUMS = """
 W, r = kv.num_workers, kv.rank
 sync = 'async' not in kv.type
+# *_device modes reduce on the devices: simulated GPUs (MINIGLUON_SIMULATED_GPUS=2) there
+CTXS = [mx.gpu(0), mx.gpu(1)] if kv.type.endswith('_device') else [mx.cpu(0), mx.cpu(1)]
 SPECS = {3: ((2, 3), np.float32), 'big': ((10, 9), np.float32), 'odd': ((7, 7), np.float32),
          'h': ((5,), np.float16), 'hbig': ((61,), np.float16), 11: ((41,), np.float32),
          'large': ((250, 281), np.float32), 12: ((70001,), np.float16)}
@@ -35,8 +38,7 @@ def pushed(key, rank, t):
 
 # every worker offers its own init values; worker 0's must win
 kv.init(KEYS, [nd.array(ints(k, 100 + r), dtype=SPECS[k][1]) for k in KEYS])
-outs = {k: [nd.zeros(SPECS[k][0], dtype=SPECS[k][1], ctx=mx.cpu(0)),
-            nd.zeros(SPECS[k][0], dtype=SPECS[k][1], ctx=mx.cpu(1))] for k in KEYS}
+outs = {k: [nd.zeros(SPECS[k][0], dtype=SPECS[k][1], ctx=c) for c in CTXS] for k in KEYS}
 kv.pull(KEYS, out=[outs[k] for k in KEYS])
 for k in KEYS:
     for o in outs[k]:
@@ -48,11 +50,11 @@ for t in (1, 2, 3):
     values = []
     for k in KEYS:
         a, b = pushed(k, r, t)
-        values.append([nd.array(a, ctx=mx.cpu(0), dtype=a.dtype),
-                       nd.array(b, ctx=mx.cpu(1), dtype=b.dtype)])
+        values.append([nd.array(a, ctx=CTXS[0], dtype=a.dtype),
+                       nd.array(b, ctx=CTXS[1], dtype=b.dtype)])
     if t == 3:               # one key at a time, one device, pushpull
         for k, (v0, v1) in zip(KEYS, values):
-            kv.pushpull(k, v0 + v1.as_in_context(mx.cpu(0)))
+            kv.pushpull(k, v0 + v1.as_in_context(CTXS[0]))
     else:
         kv.push(KEYS, values)
     round_sum = {k: sum(sum(p.astype(np.float64) for p in pushed(k, w, t)) for w in range(W))
@@ -63,8 +65,8 @@ for t in (1, 2, 3):
     for k in KEYS:
         total[k] += round_sum[k]
         want = round_sum[k] if sync else ints(k, 100) - total[k]
-        for o in outs[k]:
-            assert o.dtype == SPECS[k][1]
+        for o, c in zip(outs[k], CTXS):
+            assert o.dtype == SPECS[k][1] and o.context == c
             np.testing.assert_array_equal(o.asnumpy(), want.astype(SPECS[k][1]),
                                           err_msg=f'key {k!r} round {t}')
     if not sync:
@@ -88,8 +90,18 @@ def test_pulled_values_are_exact_sums(tmp_path, mode, workers, servers, shm):
     assert all(r["ok"] for r in results)
 
 
-@pytest.mark.parametrize("mode", ["dist_sync_device", "dist_async_device", "dist"])
-def test_other_mode_names_behave_like_their_base_mode(tmp_path, mode):
+@pytest.mark.parametrize("workers, servers", [(1, 1), (2, 1), (2, 2), (3, 2)])
+@pytest.mark.parametrize("mode", ["dist_sync_device", "dist_async_device"])
+def test_device_modes_give_exact_sums_on_simulated_gpus(tmp_path, mode, workers, servers):
     code = f"kv = mx.kv.create({mode!r})\nassert kv.type == {mode!r}\n" + SUMS
+    results, _ = run_job(tmp_path, code, workers, servers,
+                         env={"MXNET_KVSTORE_BIGARRAY_BOUND": "40",
+                              "MINIGLUON_SIMULATED_GPUS": "2"})
+    assert sorted(r["rank"] for r in results) == list(range(workers))
+    assert all(r["ok"] for r in results)
+
+
+def test_dist_is_dist_sync(tmp_path):
+    code = "kv = mx.kv.create('dist')\nassert kv.type == 'dist'\n" + SUMS
     results, _ = run_job(tmp_path, code, 2, 2, env={"MXNET_KVSTORE_BIGARRAY_BOUND": "40"})
     assert all(r["ok"] for r in results)

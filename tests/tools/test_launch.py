@@ -2,22 +2,16 @@
 starts, mpi with Open MPI's mpirun, slurm against a stand-in srun), each with a deadline
 and a check by PID that no process the launch started is left behind.
 
-Most jobs run a stub (stub.py below) as scheduler, servers and workers: it prints its
+Most jobs run a stub (launchkit.STUB) as scheduler, servers and workers: it prints its
 environment, writes its PID into a folder, and then exits, sleeps or fails as the
 STUB_<NAME> variable says (`exit:0`, `sleep:60`, `fail:7`). One job runs the real
 scheduler and servers (`python -c "import minigluon"`) with a dist_sync worker.
 """
-import json
 import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
-import textwrap
-import time
 
-import psutil
 import pytest
 
 from minigluon.tools import LaunchError
@@ -26,45 +20,9 @@ from minigluon.tools.job import Job, local_argv
 from minigluon.tools.launch import parse_env
 from minigluon.tools.launchers import slurm
 
-PY = sys.executable
-LAUNCH = [PY, "-m", "minigluon.tools.launch"]
-MPIRUN = shutil.which("mpirun")
-SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+from launchkit import PY, STUB, clean_env, cmdline, free_port, hostfile
 
-STUB = r'''
-import json, os, socket, sys, time
-role = os.environ["DMLC_ROLE"]
-name = role + os.environ.get("MINIGLUON_LAUNCH_RANK", "")
-with open(os.path.join(os.environ["STUB_PIDS"], f"{name}.{os.getpid()}"), "w") as f:
-    f.write(name)
-shown = {k: v for k, v in os.environ.items()
-         if k.startswith(("DMLC_", "FOO", "BAZ")) or k in ("MINIGLUON_PS_SECRET",
-                                                          "MINIGLUON_LAUNCH_RANK")}
-print("ENV " + json.dumps(dict(shown, cwd=os.getcwd())))
-print(f"to stderr from {name}", file=sys.stderr)
-# one worker probes: two probing at once would collide on each other's listen socket
-if os.environ.get("STUB_PROBE_PORT") and name == "worker0":
-    port = int(os.environ["DMLC_PS_ROOT_PORT"])
-    plain = socket.socket()
-    try:
-        plain.bind(("127.0.0.1", port))
-        print("PROBE plain bind: allowed")
-    except OSError:
-        print("PROBE plain bind: refused")
-    like_zmq = socket.socket()
-    like_zmq.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    like_zmq.bind(("0.0.0.0", port))
-    like_zmq.listen()
-    print("PROBE reuseaddr listen: allowed")
-kind, _, arg = os.environ.get("STUB_" + name.upper(),
-                              os.environ.get("STUB_" + role.upper(), "exit:0")).partition(":")
-if kind == "fail":
-    time.sleep(0.3)
-    print("boom: failing on purpose")
-    sys.exit(int(arg))
-if kind == "sleep":
-    time.sleep(float(arg))
-'''
+MPIRUN = shutil.which("mpirun")
 
 KV_WORKER = r'''
 import minigluon as mx
@@ -75,144 +33,6 @@ out = mx.nd.zeros((2, 3))
 kv.pull(3, out=out)
 print("SUM", out.asnumpy()[0, 0])
 '''
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def clean_env(**extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DMLC_", "PS_", "SLURM_", "OMPI_", "PMI_"))}
-    env.update(MINIGLUON_KVSTORE_TIMEOUT="30", **extra)
-    return env
-
-
-class Launch:
-    """One minigluon-launch process and every process seen under it, owned by PID."""
-
-    def __init__(self, args, cwd, piddir, env=None):
-        self.cwd, self.piddir = cwd, piddir
-        self._out = open(cwd / f"launch-{time.monotonic_ns()}.out", "w+b")
-        self._err = open(cwd / f"launch-{time.monotonic_ns()}.err", "w+b")
-        self.proc = subprocess.Popen(LAUNCH + [str(a) for a in args], cwd=cwd,
-                                     env=env or clean_env(), stdin=subprocess.DEVNULL,
-                                     stdout=self._out, stderr=self._err,
-                                     start_new_session=True)
-        self.seen = {}
-        self.started = time.monotonic()
-
-    def watch(self):
-        """Remember every descendant of the launcher and every stub that wrote its PID."""
-        try:
-            kids = psutil.Process(self.proc.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            kids = []
-        pids = [k.pid for k in kids] + [int(n.rsplit(".", 1)[1]) for n in os.listdir(self.piddir)]
-        for pid in pids:
-            if pid not in self.seen:
-                try:
-                    self.seen[pid] = psutil.Process(pid)
-                except psutil.NoSuchProcess:
-                    self.seen[pid] = None
-
-    def stubs(self):
-        return sorted(n.split(".")[0] for n in os.listdir(self.piddir))
-
-    def wait_until(self, predicate, timeout, what):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            self.watch()
-            if time.monotonic() > deadline:
-                self.kill()
-                pytest.fail(f"timed out after {timeout} s waiting for {what}\n{self.text()}")
-            time.sleep(0.05)
-
-    def wait(self, timeout=20):
-        """The launcher's exit status, within `timeout` seconds."""
-        self.wait_until(lambda: self.proc.poll() is not None, timeout, "the launcher to exit")
-        self.elapsed = time.monotonic() - self.started
-        return self.proc.returncode
-
-    def alive(self):
-        return [p for p in self.seen.values() if p is not None and _running(p)]
-
-    def assert_nothing_left(self, within=5.0):
-        deadline = time.monotonic() + within
-        while self.alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        left = [(p.pid, _cmdline(p)) for p in self.alive()]
-        self.kill()
-        assert not left, f"processes left behind: {left}"
-
-    def kill(self):
-        """End, by PID, whatever of this launch still runs (a failing test's cleanup)."""
-        for p in [psutil.Process(self.proc.pid)] if self.proc.poll() is None else []:
-            p.kill()
-        for p in self.alive():
-            try:
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-        self.proc.wait(5)
-
-    @property
-    def out(self):
-        self._out.seek(0)
-        return self._out.read().decode("utf-8", "replace")
-
-    @property
-    def err(self):
-        self._err.seek(0)
-        return self._err.read().decode("utf-8", "replace")
-
-    def text(self):
-        return f"--- stdout\n{self.out}\n--- stderr\n{self.err}"
-
-    def envs(self):
-        """{'worker 1': {...}} from the stubs' ENV lines."""
-        found = {}
-        for line in self.out.splitlines():
-            if line.startswith("[") and "] ENV " in line:
-                label, _, payload = line[1:].partition("] ENV ")
-                found[label] = json.loads(payload)
-        return found
-
-
-def _running(p):
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _cmdline(p):
-    try:
-        return " ".join(p.cmdline())[:200]
-    except psutil.Error:
-        return "?"
-
-
-@pytest.fixture
-def job(tmp_path):
-    """Start launches in tmp_path (with stub.py); afterwards end, by PID, what is left."""
-    (tmp_path / "stub.py").write_text(STUB)
-    piddir = tmp_path / "pids"
-    piddir.mkdir()
-    launches = []
-
-    def start(args, env=None):
-        launch = Launch(["--env", f"STUB_PIDS={piddir}", *args], tmp_path, piddir, env)
-        launches.append(launch)
-        return launch
-
-    start.stub = f"{PY} {tmp_path / 'stub.py'}"
-    start.roles = ["--scheduler-command", start.stub, "--server-command", start.stub]
-    yield start
-    for launch in launches:
-        launch.kill()
 
 
 # ---- pure functions: hostfile, placement, --env, commands ----------------------------------
@@ -280,7 +100,7 @@ def test_local_job_env_prefixes_and_secret(job, monkeypatch):
     # the port stays reserved for the scheduler: plain binds fail, SO_REUSEADDR ones work
     assert run.out.count("PROBE plain bind: refused") == 1
     assert run.out.count("PROBE reuseaddr listen: allowed") == 1
-    assert not any(secret in _cmdline(p) for p in run.seen.values() if p)
+    assert not any(secret in cmdline(p) for p in run.seen.values() if p)
     run.assert_nothing_left()
 
 
@@ -396,75 +216,9 @@ def test_setup_errors_start_nothing(job, tmp_path):
 
 # ---- ssh launcher against a real sshd on 127.0.0.1 -----------------------------------------
 
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    """An OpenSSH server on 127.0.0.1 and 127.0.0.2, a port of its own, throwaway keys."""
-    if not os.path.exists(SSHD) or shutil.which("ssh") is None:
-        pytest.skip("needs OpenSSH: sshd and ssh (Debian: apt-get install openssh-server "
-                    "openssh-client) to test the ssh launcher against a real server")
-    d = tmp_path_factory.mktemp("sshd")
-    for key in ("host_key", "client_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", d / key],
-                       check=True, timeout=30)
-    shutil.copy(d / "client_key.pub", d / "authorized_keys")
-    if os.geteuid() == 0 and not os.path.isdir("/run/sshd"):
-        os.makedirs("/run/sshd", mode=0o755)  # sshd's privsep dir, as its own service makes it
-    proc, port = _start_sshd(d)
-    host_key = " ".join((d / "host_key.pub").read_text().split()[:2])
-    (d / "known_hosts").write_text("".join(f"[127.0.0.{i}]:{port} {host_key}\n" for i in (1, 2)))
-    (d / "no_known_hosts").write_text("")
-    options = ["--ssh-option", f"IdentityFile={d / 'client_key'}",
-               "--ssh-option", "IdentitiesOnly=yes"]
-    yield type("Sshd", (), dict(port=port, dir=d, options=options + [
-        "--ssh-option", f"UserKnownHostsFile={d / 'known_hosts'}"], bare_options=options))
-    proc.terminate()
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
-
-
-def _start_sshd(d):
-    for _ in range(3):  # the port is free when picked; retry if someone takes it meanwhile
-        port = free_port()
-        (d / "sshd_config").write_text(textwrap.dedent(f"""\
-            Port {port}
-            ListenAddress 127.0.0.1
-            ListenAddress 127.0.0.2
-            HostKey {d / 'host_key'}
-            PidFile {d / 'sshd.pid'}
-            AuthorizedKeysFile {d / 'authorized_keys'}
-            StrictModes no
-            PasswordAuthentication no
-            KbdInteractiveAuthentication no
-            UsePAM no
-            LogLevel ERROR
-            """))
-        proc = subprocess.Popen([SSHD, "-D", "-e", "-f", d / "sshd_config"],
-                                stdout=open(d / "sshd.log", "ab"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.2", port), timeout=1).close()
-                return proc, port
-            except OSError:
-                time.sleep(0.05)
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(5)
-    pytest.skip(f"could not start sshd: {(d / 'sshd.log').read_text()[-500:]}")
-
-
-def _hostfile(tmp_path, port, *hosts):
-    path = tmp_path / "hosts"
-    path.write_text("# test hosts\n" + "".join(f"{h}:{port}\n" for h in hosts))
-    return path
-
-
 @pytest.mark.timeout(60)
 def test_ssh_job_places_by_hostfile_and_passes_env(job, sshd, tmp_path):
-    hosts = _hostfile(tmp_path, sshd.port, "127.0.0.1", "127.0.0.2")
+    hosts = hostfile(tmp_path, sshd.port, "127.0.0.1", "127.0.0.2")
     run = job(["-n", 2, "-s", 1, "-H", hosts, *sshd.options, *job.roles,
                "--env", "FOO=over ssh", *job.stub.split()])
     assert run.wait(30) == 0, run.text()
@@ -476,13 +230,13 @@ def test_ssh_job_places_by_hostfile_and_passes_env(job, sshd, tmp_path):
     secret = envs["scheduler"]["MINIGLUON_PS_SECRET"]
     assert all(env["MINIGLUON_PS_SECRET"] == secret and env["FOO"] == "over ssh"
                and env["cwd"] == str(tmp_path) for env in envs.values())
-    assert not any(secret in _cmdline(p) for p in run.seen.values() if p)
+    assert not any(secret in cmdline(p) for p in run.seen.values() if p)
     run.assert_nothing_left()
 
 
 @pytest.mark.timeout(60)
 def test_ssh_failure_stops_remote_processes(job, sshd, tmp_path):
-    hosts = _hostfile(tmp_path, sshd.port, "127.0.0.1", "127.0.0.2")
+    hosts = hostfile(tmp_path, sshd.port, "127.0.0.1", "127.0.0.2")
     run = job(["-n", 2, "-s", 1, "-H", hosts, *sshd.options, *job.roles,
                "--env", "STUB_WORKER=sleep:60", "--env", "STUB_SERVER=sleep:60",
                "--env", "STUB_WORKER1=fail:5", *job.stub.split()])
@@ -494,7 +248,7 @@ def test_ssh_failure_stops_remote_processes(job, sshd, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_ssh_sigkill_to_the_launcher_ends_remote_processes(job, sshd, tmp_path):
-    hosts = _hostfile(tmp_path, sshd.port, "127.0.0.2")
+    hosts = hostfile(tmp_path, sshd.port, "127.0.0.2")
     run = job(["-n", 1, "-s", 1, "-H", hosts, *sshd.options, *job.roles,
                "--env", "STUB_WORKER=sleep:60", "--env", "STUB_SERVER=sleep:60",
                "--env", "STUB_SCHEDULER=sleep:60", *job.stub.split()])
@@ -507,7 +261,7 @@ def test_ssh_sigkill_to_the_launcher_ends_remote_processes(job, sshd, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_ssh_unknown_host_says_how_to_add_it(job, sshd, tmp_path):
-    hosts = _hostfile(tmp_path, sshd.port, "127.0.0.1")
+    hosts = hostfile(tmp_path, sshd.port, "127.0.0.1")
     run = job(["-n", 1, "-s", 1, "-H", hosts, *sshd.bare_options, *job.roles,
                "--ssh-option", f"UserKnownHostsFile={sshd.dir / 'no_known_hosts'}",
                *job.stub.split()])
@@ -518,18 +272,48 @@ def test_ssh_unknown_host_says_how_to_add_it(job, sshd, tmp_path):
     run.assert_nothing_left()
 
 
-@pytest.mark.timeout(60)
-def test_ssh_sync_dst_dir_copies_the_working_dir(job, sshd, tmp_path):
+@pytest.mark.timeout(90)
+def test_ssh_sync_dst_dir_rsyncs_the_working_dir(job, sshd, tmp_path, tmp_path_factory):
     if shutil.which("rsync") is None:
         pytest.skip("needs rsync (Debian: apt-get install rsync) for --sync-dst-dir")
-    hosts = _hostfile(tmp_path, sshd.port, "127.0.0.2")
-    dst = tmp_path / "synced" / "job"
-    run = job(["-n", 1, "-s", 1, "-H", hosts, *sshd.options, *job.roles,
-               "--sync-dst-dir", dst, PY, "stub.py"])
+    data = tmp_path / "data" / "sub"
+    data.mkdir(parents=True)
+    (data / "table.txt").write_text("first")
+    (data / "table.txt").chmod(0o640)
+    dst = tmp_path_factory.mktemp("remote") / "job dir"  # a space: quoted for both shells
+    hosts = hostfile(tmp_path, sshd.port, "127.0.0.2")
+    args = ["-n", 1, "-s", 1, "-H", hosts, *sshd.options, *job.roles,
+            "--sync-dst-dir", dst, PY, "stub.py"]
+    run = job(args)
     assert run.wait(30) == 0, run.text()
     assert (dst / "stub.py").read_text() == STUB
+    assert (dst / "data" / "sub" / "table.txt").read_text() == "first"
+    assert (dst / "data" / "sub" / "table.txt").stat().st_mode & 0o777 == 0o640  # rsync -a
     assert run.envs()["worker 0"]["cwd"] == str(dst)
     run.assert_nothing_left()
+    (data / "table.txt").write_text("second")  # a later launch brings the change over
+    (tmp_path / "hosts").write_text(f"127.0.0.1:{sshd.port}\n127.0.0.2:{sshd.port}\n")
+    run = job(["-n", 2, *args[4:]])
+    assert run.wait(30) == 0, run.text()
+    assert (dst / "data" / "sub" / "table.txt").read_text() == "second"
+    assert {env["cwd"] for env in run.envs().values() if env["DMLC_ROLE"] != "scheduler"} \
+        == {str(dst)}
+    run.assert_nothing_left()
+
+
+@pytest.mark.timeout(60)
+def test_ssh_sync_dst_dir_failure_starts_nothing(job, sshd, tmp_path):
+    if shutil.which("rsync") is None:
+        pytest.skip("needs rsync (Debian: apt-get install rsync) for --sync-dst-dir")
+    hosts = hostfile(tmp_path, sshd.port, "127.0.0.2")
+    dst = tmp_path / "stub.py" / "job"  # under a file: cannot be made
+    run = job(["-n", 1, "-s", 1, "-H", hosts, *sshd.options, *job.roles,
+               "--sync-dst-dir", dst, PY, "stub.py"])
+    assert run.wait(30) == 2, run.text()
+    assert f"--sync-dst-dir: rsync of {tmp_path} to 127.0.0.2:{sshd.port}:{dst} failed" \
+        in run.err
+    assert "Not a directory" in run.err
+    assert run.stubs() == []
 
 
 # ---- mpi launcher with Open MPI's mpirun ---------------------------------------------------
@@ -575,26 +359,6 @@ def test_mpi_missing_is_a_clear_error(job, tmp_path):
 
 # ---- slurm launcher: the command it builds, its errors, and a stand-in srun ----------------
 
-FAKE_SRUN = r'''
-import os, signal, subprocess, sys, time
-args, ntasks = sys.argv[1:], 1
-while args[0].startswith("--"):
-    flag = args.pop(0)
-    if flag == "--ntasks":
-        ntasks = int(args.pop(0))
-    elif flag in ("--nodes", "--nodelist"):
-        args.pop(0)
-procs = [subprocess.Popen(args, env=dict(os.environ, SLURM_PROCID=str(i)))
-         for i in range(ntasks)]
-signal.signal(signal.SIGTERM, lambda *_: [p.terminate() for p in procs])
-while [p.poll() for p in procs].count(None):  # --kill-on-bad-exit=1
-    if any(p.returncode for p in procs):
-        [p.terminate() for p in procs if p.poll() is None]
-    time.sleep(0.05)
-sys.exit(next((p.returncode for p in procs if p.returncode), 0))
-'''
-
-
 def test_slurm_builds_one_cyclic_srun_step():
     job = Job(num_workers=2, num_servers=1, command=["python train.py"],
               hosts=[Host("a"), Host("b")])
@@ -603,15 +367,6 @@ def test_slurm_builds_one_cyclic_srun_step():
                         "--kill-on-bad-exit=1", "--nodes", "2", "--nodelist", "a,b"]
     assert argv[10:14] == ["-m", "minigluon.tools.mpi_role", "--num-servers", "1"]
     assert argv[-2:] == ["--", "python train.py"]
-
-
-@pytest.fixture
-def fake_srun(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "srun").write_text(f"#!{PY}\n{FAKE_SRUN}")
-    (bin_dir / "srun").chmod(0o755)
-    return f"{bin_dir}:{os.environ['PATH']}"
 
 
 @pytest.mark.timeout(30)

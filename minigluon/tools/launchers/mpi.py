@@ -63,7 +63,7 @@ def role_argv(job):
     only known once mpi_role has read its rank.
     """
     argv = [sys.executable, "-m", "minigluon.tools.mpi_role",
-            "--num-servers", str(job.num_servers), "--grace", str(job.grace)]
+            "--num-servers", str(job.num_servers), "--grace", str(job.grace), "--stats"]
     for name, value in job.dmlc_env().items():
         argv += ["--env", f"{name}={value}"]
     if job.server_command:

@@ -10,7 +10,9 @@ add it. GUARD is guard.py shipped inline (compressed, base64: safe in any login 
 remote hosts need a Python but not this launcher. The job's secret and the --env values
 travel on the connection's stdin, not on a command line where `ps` would show them; stdin
 then stays open, and when it closes (the launcher stops the job, or dies) the remote guard
-stops the command's whole process group.
+stops the command's whole process group. A worker's guard also gives it a private
+MINIGLUON_LAUNCH_STATS_DIR (`--stats`) and sends what it wrote there back over the
+connection when it ends.
 """
 import base64
 import json
@@ -69,7 +71,8 @@ def remote_command(job, placement, directory):
     env = job.dmlc_env(role, node_host=placement.host.address, rank=placement.rank)
     env.setdefault("PYTHONUNBUFFERED", "1")
     assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    guard = [python, "-I", "-c", _bootstrap(), "--remote", "--env-from-stdin",
+    stats = ["--stats"] if role == "worker" else []
+    guard = [python, "-I", "-c", _bootstrap(), "--remote", "--env-from-stdin", *stats,
              "--grace", str(job.grace), "--"]
     command = shell_words(job.command_for(role, python))
     return (f"cd {shlex.quote(directory)} && exec env {assignments} "

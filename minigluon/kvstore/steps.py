@@ -1,0 +1,58 @@
+"""A worker's training steps, as its distributed kvstore sees them.
+
+A step is one push round: the step count is the number of pushes of the key pushed most
+(gluon.Trainer.step pushes every parameter once, so this counts Trainer steps whatever the
+number of keys). The count rides on every heartbeat and on finalize, so the scheduler can
+tell that dist_sync workers ran different numbers of steps; the times between successive
+step boundaries feed the launcher's end-of-job summary (MINIGLUON_LAUNCH_STATS_DIR).
+
+>>> clock = StepClock()
+>>> clock.saw_push(1); clock.saw_push(1); clock.saw_push(2)   # two steps
+>>> clock.count
+2
+"""
+import json
+import os
+import socket
+import statistics
+import time
+from array import array
+
+__all__ = ["StepClock"]
+
+
+class StepClock:
+    """Counts steps and keeps the duration of each (8 bytes a step)."""
+
+    def __init__(self):
+        self.count = 0
+        self._boundary = None            # time.monotonic() when the current step began
+        self._durations = array("d")
+
+    def saw_push(self, pushes):
+        """A key was pushed for the `pushes`-th time; a new maximum starts a step."""
+        if pushes <= self.count:
+            return
+        now = time.monotonic()
+        if self._boundary is not None:
+            self._durations.append(now - self._boundary)
+        self._boundary, self.count = now, pushes
+
+    def stats(self):
+        """{steps, step_time_median_s, step_time_mean_s, step_time_max_s} (times are None
+        before the second step)."""
+        times = self._durations
+        return {"steps": self.count,
+                "step_time_median_s": statistics.median(times) if times else None,
+                "step_time_mean_s": sum(times) / len(times) if times else None,
+                "step_time_max_s": max(times) if times else None}
+
+    def write(self, directory, rank):
+        """Write `directory`/worker-<rank>.json atomically (a reader never sees half)."""
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, f"worker-{rank}.json")
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fout:
+            json.dump({"rank": rank, "host": socket.gethostname(), **self.stats()}, fout)
+        os.replace(tmp, path)
+        return path

@@ -1,0 +1,232 @@
+"""What the launcher tests share: a launch owned by PID, the stub every role can run, an
+sshd on 127.0.0.1 and a stand-in srun (the fixtures are in conftest.py)."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+PY = sys.executable
+LAUNCH = [PY, "-m", "minigluon.tools.launch"]
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+
+STUB = r'''
+import json, os, socket, sys, time
+role = os.environ["DMLC_ROLE"]
+name = role + os.environ.get("MINIGLUON_LAUNCH_RANK", "")
+with open(os.path.join(os.environ["STUB_PIDS"], f"{name}.{os.getpid()}"), "w") as f:
+    f.write(name)
+shown = {k: v for k, v in os.environ.items()
+         if k.startswith(("DMLC_", "FOO", "BAZ")) or k in (
+             "MINIGLUON_PS_SECRET", "MINIGLUON_LAUNCH_RANK", "MINIGLUON_LAUNCH_STATS_DIR")}
+print("ENV " + json.dumps(dict(shown, cwd=os.getcwd())))
+print(f"to stderr from {name}", file=sys.stderr)
+# one worker probes: two probing at once would collide on each other's listen socket
+if os.environ.get("STUB_PROBE_PORT") and name == "worker0":
+    port = int(os.environ["DMLC_PS_ROOT_PORT"])
+    plain = socket.socket()
+    try:
+        plain.bind(("127.0.0.1", port))
+        print("PROBE plain bind: allowed")
+    except OSError:
+        print("PROBE plain bind: refused")
+    like_zmq = socket.socket()
+    like_zmq.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    like_zmq.bind(("0.0.0.0", port))
+    like_zmq.listen()
+    print("PROBE reuseaddr listen: allowed")
+report = os.environ.get("STUB_STATS_" + name.upper())  # a step-time file, as given
+if report is not None:
+    rank = os.environ["MINIGLUON_LAUNCH_RANK"]
+    folder = os.environ["MINIGLUON_LAUNCH_STATS_DIR"]
+    with open(os.path.join(folder, f"worker-{rank}.json"), "w") as f:
+        f.write(report)
+kind, _, arg = os.environ.get("STUB_" + name.upper(),
+                              os.environ.get("STUB_" + role.upper(), "exit:0")).partition(":")
+if kind == "fail":
+    time.sleep(0.3)
+    print("boom: failing on purpose")
+    sys.exit(int(arg))
+if kind == "sleep":
+    time.sleep(float(arg))
+'''
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DMLC_", "PS_", "SLURM_", "OMPI_", "PMI_"))}
+    env.update(MINIGLUON_KVSTORE_TIMEOUT="30", **extra)
+    return env
+
+
+class Launch:
+    """One minigluon-launch process and every process seen under it, owned by PID."""
+
+    def __init__(self, args, cwd, piddir, env=None):
+        self.cwd, self.piddir = cwd, piddir
+        self._out = open(cwd / f"launch-{time.monotonic_ns()}.out", "w+b")
+        self._err = open(cwd / f"launch-{time.monotonic_ns()}.err", "w+b")
+        self.proc = subprocess.Popen(LAUNCH + [str(a) for a in args], cwd=cwd,
+                                     env=env or clean_env(), stdin=subprocess.DEVNULL,
+                                     stdout=self._out, stderr=self._err,
+                                     start_new_session=True)
+        self.seen = {}
+        self.started = time.monotonic()
+
+    def watch(self):
+        """Remember every descendant of the launcher and every stub that wrote its PID."""
+        try:
+            kids = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            kids = []
+        pids = [k.pid for k in kids] + [int(n.rsplit(".", 1)[1]) for n in os.listdir(self.piddir)]
+        for pid in pids:
+            if pid not in self.seen:
+                try:
+                    self.seen[pid] = psutil.Process(pid)
+                except psutil.NoSuchProcess:
+                    self.seen[pid] = None
+
+    def stubs(self):
+        return sorted(n.split(".")[0] for n in os.listdir(self.piddir))
+
+    def wait_until(self, predicate, timeout, what):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            self.watch()
+            if time.monotonic() > deadline:
+                self.kill()
+                pytest.fail(f"timed out after {timeout} s waiting for {what}\n{self.text()}")
+            time.sleep(0.05)
+
+    def wait(self, timeout=20):
+        """The launcher's exit status, within `timeout` seconds."""
+        self.wait_until(lambda: self.proc.poll() is not None, timeout, "the launcher to exit")
+        self.elapsed = time.monotonic() - self.started
+        return self.proc.returncode
+
+    def alive(self):
+        return [p for p in self.seen.values() if p is not None and running(p)]
+
+    def assert_nothing_left(self, within=5.0):
+        deadline = time.monotonic() + within
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [(p.pid, cmdline(p)) for p in self.alive()]
+        self.kill()
+        assert not left, f"processes left behind: {left}"
+
+    def kill(self):
+        """End, by PID, whatever of this launch still runs (a failing test's cleanup)."""
+        for p in [psutil.Process(self.proc.pid)] if self.proc.poll() is None else []:
+            p.kill()
+        for p in self.alive():
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        self.proc.wait(5)
+
+    @property
+    def out(self):
+        self._out.seek(0)
+        return self._out.read().decode("utf-8", "replace")
+
+    @property
+    def err(self):
+        self._err.seek(0)
+        return self._err.read().decode("utf-8", "replace")
+
+    def text(self):
+        return f"--- stdout\n{self.out}\n--- stderr\n{self.err}"
+
+    def envs(self):
+        """{'worker 1': {...}} from the stubs' ENV lines."""
+        found = {}
+        for line in self.out.splitlines():
+            if line.startswith("[") and "] ENV " in line:
+                label, _, payload = line[1:].partition("] ENV ")
+                found[label] = json.loads(payload)
+        return found
+
+
+def running(p):
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def cmdline(p):
+    try:
+        return " ".join(p.cmdline())[:200]
+    except psutil.Error:
+        return "?"
+
+
+def start_sshd(d):
+    for _ in range(3):  # the port is free when picked; retry if someone takes it meanwhile
+        port = free_port()
+        (d / "sshd_config").write_text(textwrap.dedent(f"""\
+            Port {port}
+            ListenAddress 127.0.0.1
+            ListenAddress 127.0.0.2
+            HostKey {d / 'host_key'}
+            PidFile {d / 'sshd.pid'}
+            AuthorizedKeysFile {d / 'authorized_keys'}
+            StrictModes no
+            PasswordAuthentication no
+            KbdInteractiveAuthentication no
+            UsePAM no
+            LogLevel ERROR
+            """))
+        proc = subprocess.Popen([SSHD, "-D", "-e", "-f", d / "sshd_config"],
+                                stdout=open(d / "sshd.log", "ab"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.2", port), timeout=1).close()
+                return proc, port
+            except OSError:
+                time.sleep(0.05)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(5)
+    pytest.skip(f"could not start sshd: {(d / 'sshd.log').read_text()[-500:]}")
+
+
+def hostfile(tmp_path, port, *hosts):
+    path = tmp_path / "hosts"
+    path.write_text("# test hosts\n" + "".join(f"{h}:{port}\n" for h in hosts))
+    return path
+
+
+FAKE_SRUN = r'''
+import os, signal, subprocess, sys, time
+args, ntasks = sys.argv[1:], 1
+while args[0].startswith("--"):
+    flag = args.pop(0)
+    if flag == "--ntasks":
+        ntasks = int(args.pop(0))
+    elif flag in ("--nodes", "--nodelist"):
+        args.pop(0)
+procs = [subprocess.Popen(args, env=dict(os.environ, SLURM_PROCID=str(i)))
+         for i in range(ntasks)]
+signal.signal(signal.SIGTERM, lambda *_: [p.terminate() for p in procs])
+while [p.poll() for p in procs].count(None):  # --kill-on-bad-exit=1
+    if any(p.returncode for p in procs):
+        [p.terminate() for p in procs if p.poll() is None]
+    time.sleep(0.05)
+sys.exit(next((p.returncode for p in procs if p.returncode), 0))
+'''
