@@ -48,9 +48,26 @@ def add_common_args(ap, *, kvstore, epochs, batch_size, lr, wd):
     ap.add_argument("--seed", type=int, default=42)
 
 
+def add_lr_schedule_args(ap, *, period, decay, warmup):
+    """Add --lr-period, --lr-decay and --lr-warmup (see `lr_schedule`); the keywords are
+    their defaults."""
+    ap.add_argument("--lr-period", type=int, default=period,
+                    help=f"multiply the learning rate by --lr-decay every this many epochs "
+                         f"(default {period})")
+    ap.add_argument("--lr-decay", type=float, default=decay, help=f"(default {decay})")
+    ap.add_argument("--lr-warmup", type=float, default=warmup,
+                    help="epochs over which the learning rate first rises from a tenth of "
+                         f"--lr (default {warmup})")
+
+
 def parse(ap):
     """Parse and check the common flags; a bad value ends the program with usage help."""
     args = ap.parse_args()
+    if hasattr(args, "lr_warmup") and (args.lr_period < 1 or not 0 < args.lr_decay <= 1
+                                       or args.lr_warmup < 0):
+        ap.error(f"--lr-period must be at least 1, --lr-decay in (0, 1] and --lr-warmup at "
+                 f"least 0, got --lr-period {args.lr_period} --lr-decay {args.lr_decay} "
+                 f"--lr-warmup {args.lr_warmup}")
     for name in ("epochs", "batch_size", "max_batches"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -81,13 +98,17 @@ def default_data_dir(name):
     return vision.datasets.default_root(name)
 
 
-def mnist(root):
-    """(train, test) MNIST datasets from the IDX files in `root`, or None when absent."""
+def mnist(root, download=False):
+    """(train, test) MNIST datasets from the IDX files in `root`, or None when absent; with
+    `download`, the missing files are fetched first, and None means that failed too."""
     names = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
              "t10k-labels-idx1-ubyte"]
-    if not all(_exists(os.path.join(root, n)) for n in names):
+    if not download and not all(_exists(os.path.join(root, n)) for n in names):
         return None
-    return vision.MNIST(root=root, train=True), vision.MNIST(root=root, train=False)
+    try:
+        return vision.MNIST(root=root, train=True), vision.MNIST(root=root, train=False)
+    except vision.datasets.DatasetNotFoundError:
+        return None
 
 
 def _exists(path):
@@ -138,10 +159,11 @@ def synthetic_digits(train, seed=0):
     return vision.SyntheticDigits(num_samples=SYNTHETIC_SIZES[train], train=train, seed=seed)
 
 
-def warn_no_files(script, dataset, root, fix):
-    """Say loudly, on stderr, that the real files are missing and generated data is used."""
+def warn_no_files(script, dataset, root, fix, why=""):
+    """Say loudly, on stderr, that the real files are missing (`why`: more on that, e.g.
+    ", and downloading them failed") and generated data is used."""
     bar = "*" * 78
-    print(f"{bar}\n{script}: no {dataset} files in {root!r}.\n"
+    print(f"{bar}\n{script}: no {dataset} files in {root!r}{why}.\n"
           f"TRAINING ON SYNTHETIC DATA INSTEAD: its accuracies say nothing about {dataset}.\n"
           f"help: {fix}\n{bar}", file=sys.stderr, flush=True)
 
@@ -151,6 +173,19 @@ def describe(train, test, source):
 
 
 # ---- training ------------------------------------------------------------------------------
+def lr_schedule(args, store, steps):
+    """(schedule, updates per epoch): --lr, multiplied by --lr-decay every --lr-period
+    epochs of `steps` steps, after rising from a tenth of it over the first --lr-warmup
+    epochs. Give it to the optimizer: on a dist kvstore the servers then run it, with no
+    trainer.set_learning_rate call from the workers at each epoch."""
+    # a sync server updates once per step of all workers, an async one once per push
+    updates = steps * (store.num_workers if "async" in store.type else 1)
+    schedule = mx.lr_scheduler.FactorScheduler(
+        step=args.lr_period * updates, factor=args.lr_decay, base_lr=args.lr,
+        warmup_steps=int(args.lr_warmup * updates), warmup_begin_lr=args.lr / 10)
+    return schedule, updates
+
+
 def train_batch(batch, ctx, net, trainer, loss_fn, metric=None):
     """One step on a batch split over the devices `ctx`; returns the summed loss."""
     data = gluon.utils.split_and_load(batch[0], ctx)

@@ -134,8 +134,8 @@ def main():
     net = resnet18(10)
     net.initialize(mx.init.Xavier(), ctx=ctx)
     net.hybridize()
-    # The servers run the optimizer (and so the learning rate): a schedule travels with it,
-    # where trainer.set_learning_rate on a worker would not reach them.
+    # The servers run the optimizer (and so the learning rate): a schedule travels with it
+    # and needs no trainer.set_learning_rate call at each epoch.
     steps = _common.steps_per_epoch(train_data, args.max_batches)
     schedule = mx.lr_scheduler.FactorScheduler(step=args.lr_period * steps,
                                                factor=args.lr_decay, base_lr=args.lr)

@@ -294,6 +294,13 @@ def launch_stats_dir():
     return os.path.expanduser(raw) if raw else None
 
 
+def launch_rank():
+    """The rank minigluon-launch (or mpi_role) gave this process within its role, the `1`
+    of its `[worker 1]` prefix (MINIGLUON_LAUNCH_RANK), or None. The scheduler makes it the
+    node's rank when every node of that role has a distinct one."""
+    return env_int("MINIGLUON_LAUNCH_RANK", None, minimum=0)
+
+
 def kvstore_use_shm():
     """Whether workers pass big arrays to servers on the same host through shared memory
     (/dev/shm) instead of sockets (MINIGLUON_KVSTORE_SHM, default 1)."""

@@ -138,7 +138,14 @@ class Trainer:
         return self._optimizer.learning_rate
 
     def set_learning_rate(self, lr):
-        """Set the optimizer's learning rate (not allowed with an lr_scheduler)."""
+        """Set the optimizer's learning rate (not allowed with an lr_scheduler); momenta
+        and other states are kept. With update_on_kvstore, the kvstore's optimizer (on
+        the servers of a dist store) gets it too.
+
+        >>> trainer.set_learning_rate(trainer.learning_rate * 0.1)
+        """
+        if self._kvstore is not None and self._update_on_kvstore:
+            self._kvstore.set_learning_rate(lr)
         self._optimizer.set_learning_rate(lr)
 
     @property
@@ -195,7 +202,7 @@ class Trainer:
         self._prepare()
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
-            self._optimizer = self._kvstore._updater.optimizer
+            self._optimizer = self._kvstore.optimizer
         else:
             with open(fname, "rb") as fin:
                 states = fin.read()

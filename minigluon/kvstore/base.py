@@ -112,6 +112,21 @@ class KVStoreBase:
 
     _set_updater = set_updater
 
+    @property
+    def optimizer(self):
+        """The Optimizer this store updates with (set_optimizer, load_optimizer_states),
+        or None."""
+        return getattr(self._updater, "optimizer", None)
+
+    def set_learning_rate(self, lr):
+        """Give the store's optimizer the rate `lr` from the next update on; its states
+        (momenta, update counts) are kept. Not allowed with an lr_scheduler."""
+        optimizer = self.optimizer
+        if optimizer is None:
+            raise KVStoreError(f"set_learning_rate: this {self._type!r} kvstore has no "
+                               "optimizer; call set_optimizer(optimizer) first")
+        optimizer.set_learning_rate(lr)
+
     def set_gradient_compression(self, compression_params):
         """Compress pushed gradients, e.g. `{'type': '2bit', 'threshold': 0.5}`."""
         self._compression = check_compression_params(compression_params)

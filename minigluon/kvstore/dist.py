@@ -34,6 +34,7 @@ import atexit
 import functools
 import os
 import pickle
+import struct
 
 import numpy as np
 
@@ -447,6 +448,26 @@ class KVStoreDist(KVStoreBase):
             self.barrier()
         self._optimizer_set = True
 
+    def set_learning_rate(self, lr):
+        """Give the servers' optimizer (and this worker's copy) the rate `lr`; momenta and
+        update counts stay. Called between two dist_sync steps, it applies from the next
+        one on; call it on every worker, as d2l does, so that each copy says the same
+        rate (the servers take each call; the same rate twice changes nothing). Not
+        allowed with an lr_scheduler: the servers refuse it.
+
+        >>> kv.set_learning_rate(kv.optimizer.learning_rate * 0.1)
+        """
+        if self.optimizer is None:
+            raise KVStoreError(f"set_learning_rate: this {self._type!r} kvstore has no "
+                               "optimizer on its servers; call set_optimizer(optimizer) first")
+        try:
+            body = struct.pack("<d", lr)
+        except (struct.error, TypeError):
+            raise KVStoreError(f"set_learning_rate: the rate must be a number, got "
+                               f"{lr!r}") from None
+        self._to_all_servers(Cmd.SET_LR, body, "set_learning_rate")
+        self.optimizer.set_learning_rate(lr)
+
     def set_updater(self, updater):
         raise KVStoreError(f"set_updater: a {self._type!r} kvstore updates on its servers; "
                            "give it an optimizer with set_optimizer(optimizer), or update on "
@@ -509,13 +530,11 @@ class KVStoreDist(KVStoreBase):
             server.set_states(blob)
             parts.append(server)
         counts = {}
-        for server in parts:
-            counts.update(server.optimizer._all_index_update_counts.get(0, {}))
+        for server in parts:          # a split key has the same count on every server
+            counts.update(server.optimizer.update_counts().get(0, {}))
         optimizer = parts[0].optimizer
         optimizer.param_dict = updater.optimizer.param_dict
-        optimizer._all_index_update_counts = {0: counts}
-        optimizer._index_update_count = counts
-        optimizer.num_update = max(p.optimizer.num_update for p in parts)
+        optimizer.set_update_counts({0: counts}, max(p.optimizer.num_update for p in parts))
         updater.optimizer = optimizer
         updater.states = {}
         for key, info in self._keys.items():

@@ -1,11 +1,14 @@
 """The one-worker cluster a dist_* kvstore starts when no DMLC_* variable is set.
 
 A scheduler and one server run as child processes of the worker (`python -c "import
-minigluon"` with DMLC_ROLE set), on 127.0.0.1 and a free port. The worker owns them by
-PID: the job's normal end makes them exit, `stop()` (also run at interpreter exit) ends
-any that remain, and they end themselves if the worker disappears.
+minigluon"` with DMLC_ROLE set), on 127.0.0.1 only and a free port, with the worker's PS_*
+settings. Their traffic is authenticated: with the MINIGLUON_PS_SECRET of the environment,
+else with a fresh secret of the job's own, so no other process of the machine can join.
+The worker owns them by PID: the job's normal end makes them exit, `stop()` (also run at
+interpreter exit) ends any that remain, and they end themselves if the worker disappears.
 """
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -34,6 +37,7 @@ class EmbeddedCluster:
     def __init__(self):
         self.procs = []
         self.port = None
+        self.secret = config.ps_secret() or secrets.token_hex(32).encode()
 
     def start(self):
         """Start the scheduler and the server; the worker's ClusterEnv."""
@@ -41,15 +45,16 @@ class EmbeddedCluster:
         self.port = _free_port()
         for role in ("scheduler", "server"):
             self.procs.append(self._spawn(role))
-        return ClusterEnv("worker", "127.0.0.1", self.port, 1, 1)
+        return ClusterEnv("worker", "127.0.0.1", self.port, 1, 1, self.secret)
 
     def _spawn(self, role):
+        # PS_* stay: heartbeats, resend and the rest must match the worker's
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("DMLC_", "PS_", "MINIGLUON_KVSTORE_PARENT"))}
+               if not k.startswith(("DMLC_", "MINIGLUON_KVSTORE_PARENT"))}
         env.update(DMLC_ROLE=role, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(self.port),
                    DMLC_NUM_SERVER="1", DMLC_NUM_WORKER="1",
                    MINIGLUON_KVSTORE_PARENT_PID=str(os.getpid()),
-                   PS_VERBOSE=str(config.ps_verbose()))
+                   MINIGLUON_PS_SECRET=self.secret.decode())
         return subprocess.Popen([sys.executable, "-c", "import minigluon"], env=env,
                                 stdin=subprocess.DEVNULL)
 

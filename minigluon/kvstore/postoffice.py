@@ -33,7 +33,9 @@ from .wire import Cmd, Message
 
 __all__ = ["ClusterEnv", "PostOffice", "read_env", "host_id"]
 
-ClusterEnv = namedtuple("ClusterEnv", "role root_uri root_port num_server num_worker")
+# `secret`: the job's MINIGLUON_PS_SECRET when it is not in the environment (embedded.py)
+ClusterEnv = namedtuple("ClusterEnv", "role root_uri root_port num_server num_worker secret",
+                        defaults=(None,))
 
 
 def read_env(role=None):
@@ -90,6 +92,15 @@ def announced_host(root_ip, port):
     return _route_address(root_ip, port)
 
 
+def announce_source(root_ip):
+    """Where announced_host() takes the address from, as a log line says it."""
+    if config.ps_node_host():
+        return f"DMLC_NODE_HOST={config.ps_node_host()}"
+    if config.ps_interface():
+        return f"the address of DMLC_INTERFACE={config.ps_interface()}"
+    return f"the address of the interface that routes to the scheduler at {root_ip}"
+
+
 def host_id():
     """An id shared by the processes of one machine (boot id + host name)."""
     try:
@@ -144,7 +155,7 @@ class PostOffice:
         self.workers = []                 # servers: the workers' identities, by rank
         self.sync = True                  # workers: whether the first store is dist_sync
         self.clock = StepClock()          # workers: steps so far (dist.py counts them)
-        self.van = Van(f"[{self.role}]", on_message or self._on_notice)
+        self.van = Van(f"[{self.role}]", on_message or self._on_notice, env.secret)
         self.van.liveness = self.check_alive
         self.heartbeat = None
         self.failed = False               # a lost job was reported to the caller
@@ -162,7 +173,9 @@ class PostOffice:
         self.van.connect("scheduler", scheduler, self.identity)
         self.heartbeat = Heartbeat(self)      # a node that registered and died is noticed
         host = announced_host(root_ip, self.env.root_port)
-        info = {"role": self.role, "host": host, "hostid": host_id(), "pid": os.getpid()}
+        self.van.log.info("announcing %s (%s)", host, announce_source(root_ip))
+        info = {"role": self.role, "host": host, "hostid": host_id(), "pid": os.getpid(),
+                "rank_hint": config.launch_rank()}
         if self.role == "server":
             info.update(self._bind(host))
         else:
@@ -237,12 +250,10 @@ class PostOffice:
     def check_alive(self, what):
         """Raise PeerLostError (JobAbortedError when no node was lost) if the scheduler
         aborted the job or stopped answering; `what` is what the caller waits for."""
-        silent = self.heartbeat.scheduler_silence() if self.heartbeat else None
-        if self.van.aborted is None and silent is not None:      # as if it sent an ABORT
+        reason = self.heartbeat.scheduler_lost() if self.heartbeat else None
+        if self.van.aborted is None and reason is not None:      # as if it sent an ABORT
             scheduler = {"role": "scheduler", "address": self.van.address_of("scheduler")[6:]}
-            self.van.aborted = abort_payload(
-                f"it answered no heartbeat for {silent:.1f} s (PS_HEARTBEAT_TIMEOUT="
-                f"{self.heartbeat.timeout:g}) and is presumed dead", scheduler).decode()
+            self.van.aborted = abort_payload(reason, scheduler).decode()
         if self.van.aborted is not None:
             self.failed = True
             raise abort_error(self.label, self.van.aborted, what)
@@ -272,6 +283,20 @@ def server_name(rank):
     return f"server {rank}"
 
 
+def _probe(address):
+    """What is at the scheduler's `address` ('tcp://host:port'), for an error message."""
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=0.5).close()
+    except ConnectionRefusedError:
+        return "nothing listens on that port"
+    except OSError as err:
+        return f"it cannot be reached ({err})"
+    return ("a program accepts connections on that port but does not answer as this job's "
+            "scheduler (another program holds the port, or the scheduler is stopped or has "
+            "another MINIGLUON_PS_SECRET)")
+
+
 class Heartbeat:
     """Tells the scheduler every PS_HEARTBEAT_INTERVAL s that this node lives (and, for a
     worker, its step count), from a thread with a socket of its own, and notes when the
@@ -279,7 +304,8 @@ class Heartbeat:
 
     The scheduler declares a node lost when it is silent for PS_HEARTBEAT_TIMEOUT s; the
     node declares the scheduler lost when it answered before and then not for that long
-    (`scheduler_silence`). A quarter of a timeout later, if no wait has told the node's
+    (`scheduler_silence`), or never answered in that long since the node started (nothing
+    listens at DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT, e.g. the port was taken). A quarter of a timeout later, if no wait has told the node's
     main thread (busy outside the kvstore), the thread ends the process
     (`PostOffice.orphaned`), so no node outlives its job by more than 1.25x the timeout.
     """
@@ -289,6 +315,7 @@ class Heartbeat:
         self.timeout = config.ps_heartbeat_timeout()
         self._po = po
         self._last_reply = None           # time.monotonic() of the scheduler's last answer
+        self._started = time.monotonic()
         self._stop = threading.Event()
         self._thread = None
         if self.interval > 0:
@@ -326,6 +353,25 @@ class Heartbeat:
         silent = self.scheduler_silence()
         if silent is not None and silent > 1.25 * self.timeout:
             self._po.orphaned(silent)
+
+    def scheduler_lost(self):
+        """Why the scheduler is presumed lost (it stopped answering, or never answered in
+        PS_HEARTBEAT_TIMEOUT s since this node started), or None."""
+        silent = self.scheduler_silence()
+        if silent is not None:
+            return (f"it answered no heartbeat for {silent:.1f} s (PS_HEARTBEAT_TIMEOUT="
+                    f"{self.timeout:g}) and is presumed dead")
+        waited = time.monotonic() - self._started
+        if self._thread is None or self.timeout <= 0 or self._last_reply is not None \
+                or waited <= self.timeout:
+            return None
+        port = self._po.env.root_port
+        return (f"nothing answered this node's heartbeats in the {waited:.1f} s since it "
+                f"started (PS_HEARTBEAT_TIMEOUT={self.timeout:g}): "
+                f"{_probe(self._po.van.address_of('scheduler'))}; if the scheduler failed "
+                f"because DMLC_PS_ROOT_PORT={port} is in use, choose another "
+                "DMLC_PS_ROOT_PORT for every process of the job; else start the scheduler "
+                "first, with the same DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT")
 
     def scheduler_silence(self):
         """Seconds the scheduler has not answered, once that is over PS_HEARTBEAT_TIMEOUT;

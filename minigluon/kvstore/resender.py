@@ -11,10 +11,10 @@ other workers have not pushed yet, a barrier) costs one small duplicate per time
 Receiver side (`DuplicateFilter`, always on): each DEALER's request ids count up from 1,
 so the ROUTER keeps, per sender, the ids it has seen. A duplicate of a request still being
 handled is ignored (its reply will come). A duplicate of an answered request gets the same
-reply frames again when the request changes state (push, init, set_optimizer, register,
-barrier...), from a bounded per-sender cache, and is never applied twice; a read-only
-request (pull, probes) is simply handled again. Replies that arrive twice are ignored by
-the requester's van.
+reply frames again when the request changes state (push, init, set_optimizer, the
+learning rate, register, barrier...), from a bounded per-sender cache, and is never
+applied twice; a read-only request (pull, probes) is simply handled again. Replies that
+arrive twice are ignored by the requester's van.
 """
 import heapq
 import itertools
@@ -24,7 +24,8 @@ from .wire import Cmd
 
 __all__ = ["Resender", "DuplicateFilter", "IDEMPOTENT"]
 
-# requests whose handling changes nothing: a duplicate is simply handled again
+# requests whose handling changes nothing: a duplicate is simply handled again. SET_LR is
+# not one: a late duplicate handled again could undo a newer rate (dist_async)
 IDEMPOTENT = frozenset({Cmd.PULL, Cmd.INIT_WAIT, Cmd.GET_STATES, Cmd.SHM_PROBE,
                         Cmd.HEARTBEAT})
 MAX_BACKOFF = 8

@@ -9,6 +9,8 @@ ends, so the training script after the import never runs in it:
 
 Workers (DMLC_ROLE=worker) and one-process jobs (no DMLC_ROLE) return at once.
 """
+import os
+import signal
 import sys
 
 from .. import config
@@ -27,8 +29,21 @@ def run_role(role):
     """Serve one job as `role` ('server' or 'scheduler'); the exit status."""
     from .postoffice import read_env
     env = read_env(role)
+    try:
+        signal.signal(signal.SIGTERM, _die_of_sigterm)
+    except ValueError:               # not the main thread: leave signals alone
+        pass
     if role == "scheduler":
         from .scheduler import Scheduler
         return Scheduler(env).run()
     from .server import KVServer
     return KVServer(env).run()
+
+
+def _die_of_sigterm(signum, _frame):
+    # the launcher stops a job with SIGTERM: die of it as before, but without leaving the
+    # server's ipc socket file behind
+    from .van import unlink_ipc_files
+    unlink_ipc_files()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)

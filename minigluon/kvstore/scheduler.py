@@ -1,10 +1,13 @@
 """The scheduler: rendezvous, worker barriers, liveness and the end of the job.
 
-It listens on DMLC_PS_ROOT_PORT. Nodes register; when DMLC_NUM_SERVER servers and
-DMLC_NUM_WORKER workers have, each gets its rank (in order of registration, per role) and
-the servers' addresses; servers also get the workers' identities, and serve nobody else.
-`barrier()` calls from workers are answered once all workers sent one. When every worker has
-finalized, the scheduler tells the servers to exit, then exits itself.
+It listens on DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT (that address only, not every
+interface). Nodes register; when DMLC_NUM_SERVER servers and DMLC_NUM_WORKER workers have,
+each gets its rank and the servers' addresses. Ranks are the launcher's
+(MINIGLUON_LAUNCH_RANK, so `[worker 1]` has kv.rank 1) when every node of a role has a
+distinct one in range, else they follow the order of registration (PS_VERBOSE=1 says
+why). Servers also get the workers' identities, and serve nobody else. `barrier()` calls
+from workers are answered once all workers sent one. When every worker has finalized, the
+scheduler tells the servers to exit, then exits itself.
 
 Liveness: every node heartbeats from registration on (PS_HEARTBEAT_INTERVAL), a worker with
 its step count (steps.py). A node silent for PS_HEARTBEAT_TIMEOUT s is lost:
@@ -23,6 +26,7 @@ never come; the job ends with both counts instead.
 A malformed or unexpected message is logged (rate-limited) and answered with an error; the
 scheduler keeps serving.
 """
+import errno
 import json
 import os
 import time
@@ -32,6 +36,7 @@ import zmq
 from .. import config
 from ..config import ConfigError
 from .liveness import abort_payload, describe
+from .postoffice import resolve
 from .throttle import LogThrottle
 from .van import Van
 from .wire import Cmd, Message
@@ -75,6 +80,39 @@ def _check_info(info):
         raise ValueError(f"registration of a {info['role']} lacks {bad or ['tcp']}")
 
 
+def _hint_problem(hints, count):
+    """Why the nodes' rank hints cannot be their ranks 0..count-1, or None if they can."""
+    missing = sum(h is None for h in hints)
+    if missing:
+        return ("none has a MINIGLUON_LAUNCH_RANK (started without minigluon-launch)"
+                if missing == count else f"{missing} of {count} have no MINIGLUON_LAUNCH_RANK")
+    bad = [h for h in hints if isinstance(h, bool) or not isinstance(h, int)
+           or not 0 <= h < count]
+    if bad:
+        return f"MINIGLUON_LAUNCH_RANK={bad[0]!r} is not a rank in 0..{count - 1}"
+    if len(set(hints)) < count:
+        twice = next(h for h in hints if hints.count(h) > 1)
+        return f"MINIGLUON_LAUNCH_RANK={twice} was given to more than one"
+    return None
+
+
+def _listen_error(env, host, err):
+    if err.errno == errno.EADDRINUSE:
+        return ConfigError(
+            f"DMLC_PS_ROOT_PORT={env.root_port}: the scheduler cannot listen on "
+            f"{host}:{env.root_port}: the port is already in use (another program holds it); "
+            "help: choose another DMLC_PS_ROOT_PORT, the same for every process of the job "
+            "(or leave the port to minigluon-launch, which picks a free one)")
+    if err.errno == errno.EADDRNOTAVAIL:
+        return ConfigError(
+            f"DMLC_PS_ROOT_URI={env.root_uri}: {host} is not an address of this host, so the "
+            "scheduler cannot listen on it; help: run the scheduler on the host "
+            "DMLC_PS_ROOT_URI names, or set DMLC_PS_ROOT_URI to an address of this one")
+    return ConfigError(f"DMLC_PS_ROOT_PORT={env.root_port}: the scheduler cannot listen on "
+                       f"{host}:{env.root_port} ({err}); help: choose another "
+                       "DMLC_PS_ROOT_PORT")
+
+
 class Scheduler:
     """The scheduler of one job.
 
@@ -85,12 +123,7 @@ class Scheduler:
         self.env = env
         self.van = Van("[scheduler]", self._on_message)
         self.van.sender = -2
-        try:
-            self.van.bind_exact(f"tcp://*:{env.root_port}")
-        except zmq.ZMQError as err:
-            self.van.close()
-            raise ConfigError(f"DMLC_PS_ROOT_PORT={env.root_port}: the scheduler cannot listen "
-                              f"on this port ({err}); pick a free port") from None
+        self._listen(env)
         self.token = os.urandom(16)
         self.van.set_job_nonce(self.token)
         self._nodes = {}                 # identity -> _Node, in order of registration
@@ -104,6 +137,15 @@ class Scheduler:
         self._complaints = LogThrottle(self.van.log, "bad requests")
         self._handlers = {Cmd.REGISTER: self._register, Cmd.BARRIER: self._barrier_in,
                           Cmd.FINALIZE: self._finalize, Cmd.HEARTBEAT: self._heartbeat}
+
+    def _listen(self, env):
+        # the address the nodes were told (DMLC_PS_ROOT_URI), not every interface
+        host = resolve(env.root_uri, "DMLC_PS_ROOT_URI")
+        try:
+            self.van.bind_exact(f"tcp://{host}:{env.root_port}")
+        except zmq.ZMQError as err:
+            self.van.close()
+            raise _listen_error(env, host, err) from None
 
     def run(self):
         """Serve until every worker finalized; 0, or 1 when the job had to be aborted."""
@@ -245,7 +287,8 @@ class Scheduler:
             self._send_node_table()
 
     def _send_node_table(self):
-        workers, servers = self._role("worker"), self._role("server")
+        workers = self._in_rank_order("worker", self.env.num_worker)
+        servers = self._in_rank_order("server", self.env.num_server)
         for nodes in (workers, servers):
             for rank, node in enumerate(nodes):
                 node.rank = rank
@@ -264,6 +307,17 @@ class Scheduler:
         self.van.log.info("all nodes registered; node table sent (%s)",
                           "dist_async: a lost worker is dropped" if self._async else
                           "a lost worker ends the job")
+
+    def _in_rank_order(self, role, count):
+        """The nodes of `role` by their launcher's ranks (MINIGLUON_LAUNCH_RANK, so that
+        `[worker 1]` is kv.rank 1) when each has a distinct one below `count`, else in
+        order of registration."""
+        nodes = self._role(role)
+        why = _hint_problem([n.info.get("rank_hint") for n in nodes], count)
+        if why is None:
+            return sorted(nodes, key=lambda n: n.info["rank_hint"])
+        self.van.log.info("%s ranks follow the order of registration: %s", role, why)
+        return nodes
 
     # ---- barriers and the end of the job ------------------------------------------------
     def _worker(self, identity, what):

@@ -21,6 +21,7 @@ request, as do waits for an init only the lost worker 0 could have made.
 """
 import json
 import os
+import struct
 
 import numpy as np
 
@@ -29,7 +30,7 @@ import minigluon_ext as ext
 from .. import config
 from ..context import cpu
 from ..ndarray import NDArray
-from ..optimizer import get_updater
+from ..optimizer import OptimizerError, get_updater
 from .base import KVStoreError
 from .liveness import describe
 from . import safe_pickle
@@ -112,7 +113,7 @@ class KVServer:
             Cmd.INIT: self._init, Cmd.INIT_WAIT: self._init_wait, Cmd.PUSH: self._push,
             Cmd.PULL: self._pull, Cmd.SET_OPTIMIZER: self._set_optimizer,
             Cmd.GET_STATES: self._get_states, Cmd.SET_STATES: self._set_states,
-            Cmd.SHM_PROBE: self._shm_probe,
+            Cmd.SHM_PROBE: self._shm_probe, Cmd.SET_LR: self._set_lr,
         }
         self._segments = {}            # name -> Segment: the workers' shared memory
         self._workers = {}             # identity -> rank of the job's workers
@@ -135,7 +136,7 @@ class KVServer:
                 self.po.check_alive("requests (serving the workers)")
             return 0
         except KVStoreError as err:          # aborted, or no scheduler to register with
-            self.van.log.error("%s", err)
+            self.van.log.error("%s", str(err).removeprefix(f"{self.van.label} "))
             return 1
         finally:
             self._complaints.flush()
@@ -386,6 +387,21 @@ class KVServer:
         optimizer = safe_pickle.loads(blob, may_import=self.van.auth is not None)
         self.updaters[msg.store] = get_updater(optimizer)
         self.van.log.info("optimizer of store %d set: %s", msg.store, type(optimizer).__name__)
+        self._ack(identity, msg)
+
+    def _set_lr(self, identity, msg):
+        """Give the store's optimizer a new rate; its states (momenta, counts) stay."""
+        body = msg.body()
+        if len(body) != 8:
+            raise _Refused(f"set_learning_rate: the rate must be one float64 (8 bytes), got "
+                           f"{len(body)} bytes")
+        (lr,) = struct.unpack("<d", body)
+        optimizer = self._require_updater(msg, "set_learning_rate").optimizer
+        try:
+            optimizer.set_learning_rate(lr)
+        except OptimizerError as err:
+            raise _Refused(f"set_learning_rate: {err}") from None
+        self.van.log.info("learning rate of store %d set to %g", msg.store, lr)
         self._ack(identity, msg)
 
     def _require_updater(self, msg, what):

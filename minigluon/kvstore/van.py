@@ -33,12 +33,13 @@ from .throttle import LogThrottle
 from .resender import DuplicateFilter, Resender
 from .wire import Cmd, Flag, Message, WireError, header_flags
 
-__all__ = ["Van", "TimeoutError", "JobAbortedError", "node_logger"]
+__all__ = ["Van", "TimeoutError", "JobAbortedError", "node_logger", "unlink_ipc_files"]
 
 _LOG = logging.getLogger("minigluon.kvstore")
 _REPLIES = (Cmd.ACK, Cmd.VALUE, Cmd.BYTES, Cmd.ERROR)
 _COPY_BELOW = 65536        # pyzmq copies smaller frames at send; a resend needs its own copy
 _trust_noted = False
+_IPC_FILES = set()         # socket files of this process's ipc:// binds
 
 
 class TimeoutError(KVStoreError, builtins.TimeoutError):  # noqa: A001 (mx.kv.TimeoutError)
@@ -47,6 +48,16 @@ class TimeoutError(KVStoreError, builtins.TimeoutError):  # noqa: A001 (mx.kv.Ti
 
 class JobAbortedError(KVStoreError, RuntimeError):
     """The scheduler ended the job because a node failed."""
+
+
+def unlink_ipc_files():
+    """Remove the socket files of this process's ipc:// binds (zmq leaves them behind);
+    for a process about to die of a signal, which skips `Van.close`."""
+    for path in list(_IPC_FILES):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 class _Prefixed(logging.LoggerAdapter):
@@ -110,7 +121,7 @@ class Van:
     messages on a DEALER (`source` is the peer's name, e.g. 'scheduler').
     """
 
-    def __init__(self, label, on_message=None):
+    def __init__(self, label, on_message=None, secret=None):
         self.label = label
         self.log = node_logger(label)
         drop = config.ps_drop_msg()
@@ -118,7 +129,7 @@ class Van:
         self.sender = -1                 # this node's rank, put in every message it sends
         self.timeout = config.kvstore_timeout()
         self.on_message = on_message
-        secret = config.ps_secret()
+        secret = secret or config.ps_secret()
         self.auth = Auth(secret) if secret else None
         self.resender = Resender(config.ps_resend_timeout()) if config.ps_resend() else None
         self.duplicates = DuplicateFilter()
@@ -185,6 +196,7 @@ class Van:
                 self._router.bind(endpoint)
             if endpoint.startswith("ipc://"):
                 self._ipc_files.append(endpoint[len("ipc://"):])
+                _IPC_FILES.add(endpoint[len("ipc://"):])
             bound.append(endpoint)
         self.log.info("bound to %s", ", ".join(bound))
         return bound
@@ -232,6 +244,7 @@ class Van:
             sock.close(linger)
         self._ctx.term()
         for path in self._ipc_files:       # zmq leaves the socket file behind
+            _IPC_FILES.discard(path)
             try:
                 os.unlink(path)
             except OSError:

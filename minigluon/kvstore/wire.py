@@ -65,6 +65,7 @@ class Cmd(enum.IntEnum):
     GET_STATES = 15    # reply BYTES: the server updater's states
     SET_STATES = 16    # payload: updater states for this server
     SHM_PROBE = 17     # payload: a segment name; reply BYTES: the token read from it
+    SET_LR = 18        # payload: the store optimizer's new learning rate, one float64
     # replies
     ACK = 20
     VALUE = 21         # payload: array
@@ -89,8 +90,8 @@ _PAYLOAD = {
     Cmd.ABORT: _BYTES, Cmd.HEARTBEAT: _NONE, Cmd.NODE_LOST: _BYTES, Cmd.INIT: _ARRAY,
     Cmd.INIT_WAIT: _NONE,
     Cmd.PUSH: _ARRAY, Cmd.PULL: _NONE, Cmd.SET_OPTIMIZER: _BYTES, Cmd.GET_STATES: _NONE,
-    Cmd.SET_STATES: _BYTES, Cmd.SHM_PROBE: _BYTES, Cmd.ACK: _NONE, Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES,
-    Cmd.ERROR: _BYTES,
+    Cmd.SET_STATES: _BYTES, Cmd.SHM_PROBE: _BYTES, Cmd.SET_LR: _BYTES, Cmd.ACK: _NONE,
+    Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES, Cmd.ERROR: _BYTES,
 }
 
 _DTYPES = {1: np.float32, 2: np.float64, 3: np.float16, 4: np.uint8, 5: np.int32,

@@ -10,6 +10,7 @@ recorded by autograd and the weight keeps its identity (and every alias of it).
 states. Custom optimizers written the MXNet way, overriding `update` with NDArray
 arithmetic, keep working.
 """
+import copy
 import warnings
 
 import numpy as np
@@ -208,6 +209,24 @@ class Optimizer:
             count = self._index_update_count.get(idx, self.begin_num_update) + 1
             self._index_update_count[idx] = count
             self.num_update = max(count, self.num_update)
+
+    def update_counts(self):
+        """A copy of the update counts, `{device_id: {index: updates so far}}`.
+
+        >>> opt.update_counts()
+        {0: {0: 3, 1: 3}}
+        """
+        return copy.deepcopy(self._all_index_update_counts)
+
+    def set_update_counts(self, counts, num_update=None):
+        """Continue counting from `counts` (as `update_counts` returns them); `num_update`
+        defaults to the largest count (at least `begin_num_update`)."""
+        self._all_index_update_counts = copy.deepcopy(counts)
+        self._index_update_count = self._all_index_update_counts.setdefault(0, {})
+        if num_update is None:
+            num_update = max([self.begin_num_update] +
+                             [c for per in counts.values() for c in per.values()])
+        self.num_update = num_update
 
     # ---- states -------------------------------------------------------------------------
     def create_state(self, index, weight):

@@ -7,7 +7,6 @@ are saved as host NumPy arrays and return to each weight's device on its next up
 
 The bytes are a pickle: load only checkpoints you trust.
 """
-import copy
 import pickle
 
 import numpy as np
@@ -87,7 +86,7 @@ class Updater:
         payload = {
             "format": _FORMAT,
             "states": {i: _to_host(s) for i, s in self.states.items()},
-            "update_counts": copy.deepcopy(opt._all_index_update_counts),
+            "update_counts": opt.update_counts(),
             "num_update": opt.num_update,
             "optimizer": opt if dump_optimizer else None,
         }
@@ -103,7 +102,7 @@ class Updater:
             payload["optimizer"].param_dict = self.optimizer.param_dict
             self.optimizer = payload["optimizer"]
         else:
-            _restore_counts(self.optimizer, payload["update_counts"], payload["num_update"])
+            self.optimizer.set_update_counts(payload["update_counts"], payload["num_update"])
         self.states = {i: _from_host(s) for i, s in payload["states"].items()}
         self.states_synced = dict.fromkeys(self.states, False)
 
@@ -127,9 +126,3 @@ def _from_host(state):
     if isinstance(state, (tuple, list)):
         return type(state)(_from_host(s) for s in state)
     return state
-
-
-def _restore_counts(optimizer, counts, num_update):
-    optimizer._all_index_update_counts = copy.deepcopy(counts)
-    optimizer._index_update_count = optimizer._all_index_update_counts.setdefault(0, {})
-    optimizer.num_update = num_update

@@ -80,23 +80,22 @@ def parse(files):
         match = _FILE.fullmatch(f["name"])
         if match is None:
             continue  # e.g. the temporary file of a write that did not finish
-        rank = int(match.group(1))
-        label = f.get("label") or f"rank {rank}"
+        label = f.get("label") or f"worker {int(match.group(1))}"
         try:
-            reports[label] = _report(f["text"], rank)
+            reports[label] = _report(f["text"])
         except ValueError as e:
             garbled[label] = f"{f['name']}: {e}"
     return reports, garbled
 
 
-def _report(text, rank):
+def _report(text):
     data = json.loads(text)
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     wrong = [k for k in _FIELDS if k not in data or not _number(data[k], none_ok=k != "steps")]
     if wrong:
         raise ValueError(f"no number for {', '.join(wrong)}")
-    return dict(data, rank=data.get("rank", rank), host=str(data.get("host", "?")))
+    return dict(data, host=str(data.get("host", "?")))
 
 
 def _number(value, none_ok):
@@ -127,14 +126,13 @@ def step_time_lines(files, workers):
 
 
 def _table(reports):
-    rows = [("", "rank", "host", "steps", "median", "mean", "max")]
-    rows += [(label, str(d["rank"]), d["host"], str(d["steps"]),
-              _seconds(d["step_time_median_s"]), _seconds(d["step_time_mean_s"]),
-              _seconds(d["step_time_max_s"]))
+    # a worker's label is its kv.rank: the scheduler takes the launcher's ranks
+    rows = [("", "host", "steps", "median", "mean", "max")]
+    rows += [(label, d["host"], str(d["steps"]), _seconds(d["step_time_median_s"]),
+              _seconds(d["step_time_mean_s"]), _seconds(d["step_time_max_s"]))
              for label, d in sorted(reports.items(), key=lambda item: _order(item[0]))]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [f"step times of {len(reports)} worker{'s' * (len(reports) != 1)} "
-             "(rank: kv.rank):"]
+    lines = [f"step times of {len(reports)} worker{'s' * (len(reports) != 1)}:"]
     return lines + ["    " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
                     for row in rows]
 

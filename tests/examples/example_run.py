@@ -10,7 +10,7 @@ import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLES = os.path.join(REPO, "examples")
-MNIST_SPLIT = os.path.join(REPO, "..", "shared", "data", "mnist-split")
+MNIST_SPLIT = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "mnist-split"))
 EPOCH = re.compile(r"worker (\d+) epoch (\d+): ([\d.]+) samples/s, loss ([\d.]+|nan), "
                    r"train acc ([\d.]+), test acc ([\d.]+), ([\d.]+)s, lr ([\d.e+-]+)")
 
@@ -29,49 +29,55 @@ def epochs(text):
     return found
 
 
-def _env():
+def _env(extra=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("DMLC_", "PS_", "MINIGLUON_PS_", "MINIGLUON_SIMULATED"))}
     # the checkout under test, whatever is installed
     env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in [env.get("PYTHONPATH")] if p])
     env.update(PYTHONUNBUFFERED="1", MINIGLUON_KVSTORE_TIMEOUT="60")
+    # a job's processes share this machine's few cores: one BLAS thread each, else their
+    # spinning threads take turns and a two-worker job runs several times slower
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env.setdefault(name, "1")
+    env.update(extra or {})
     return env
 
 
 class Run:
-    """One finished command: its exit code, output and every PID seen under it."""
+    """One command: its exit code, output and every PID seen under it. Waits for it to end
+    within `timeout` seconds, or with `timeout=None` returns at once (then `wait_all`)."""
 
-    def __init__(self, argv, cwd, timeout):
+    def __init__(self, argv, cwd, timeout, env=None):
         self.argv = argv
         self.seen = {}
-        out_path = os.path.join(cwd, f"run-{time.monotonic_ns()}")
-        with open(out_path + ".out", "w+b") as out, open(out_path + ".err", "w+b") as err:
-            proc = subprocess.Popen(argv, cwd=cwd, env=_env(), stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=err, start_new_session=True)
-            self.proc = proc
-            self._wait(timeout)
-            out.seek(0)
-            err.seek(0)
-            self.out = out.read().decode("utf-8", "replace")
-            self.err = err.read().decode("utf-8", "replace")
-        self.returncode = proc.returncode
-
-    def _wait(self, timeout):
-        deadline = time.monotonic() + timeout
-        while self.proc.poll() is None:
-            self._watch()
-            if time.monotonic() > deadline:
-                self.kill()
-                pytest.fail(f"{' '.join(self.argv[1:])} ran past its {timeout} s deadline")
-            time.sleep(0.1)
+        self.out = self.err = ""
+        self.returncode = None
+        base = os.path.join(cwd, f"run-{time.monotonic_ns()}")
+        self._files = [open(base + ".out", "w+b"), open(base + ".err", "w+b")]
+        self.proc = subprocess.Popen(argv, cwd=cwd, env=_env(env), stdin=subprocess.DEVNULL,
+                                     stdout=self._files[0], stderr=self._files[1],
+                                     start_new_session=True)
+        self._watch()
+        if timeout is not None:
+            wait_all([self], timeout)
 
     def _watch(self):
         try:
-            kids = psutil.Process(self.proc.pid).children(recursive=True)
+            me = psutil.Process(self.proc.pid)
+            self.seen.setdefault(me.pid, me)
+            kids = me.children(recursive=True)
         except psutil.NoSuchProcess:
             return
         for kid in kids:
             self.seen.setdefault(kid.pid, kid)
+
+    def _collect(self):
+        """Read what the command wrote; its exit code, once it has ended."""
+        self.returncode = self.proc.poll()
+        self.out, self.err = (_read(f) for f in self._files)
+        if self.returncode is not None:
+            for f in self._files:
+                f.close()
 
     def alive(self):
         return [p for p in self.seen.values() if _running(p)]
@@ -89,6 +95,30 @@ class Run:
 
     def text(self):
         return f"$ {' '.join(self.argv)}\n--- stdout\n{self.out}\n--- stderr\n{self.err}"
+
+
+def wait_all(runs, timeout):
+    """Wait for every run to end within `timeout` seconds; past it, kill them all by PID
+    and fail the test with what they wrote."""
+    deadline = time.monotonic() + timeout
+    while any(r.proc.poll() is None for r in runs):
+        for r in runs:
+            r._watch()
+        if time.monotonic() > deadline:
+            late = [r for r in runs if r.proc.poll() is None]
+            for r in runs:
+                r.kill()
+                r._collect()
+            pytest.fail(f"ran past the {timeout} s deadline:\n"
+                        + "\n".join(r.text()[-3000:] for r in late))
+        time.sleep(0.1)
+    for r in runs:
+        r._collect()
+
+
+def _read(f):
+    f.seek(0)
+    return f.read().decode("utf-8", "replace")
 
 
 def _running(p):

@@ -317,6 +317,22 @@ def test_set_learning_rate_takes_effect(update_on_kvstore):
         np.testing.assert_allclose(net.weight.data(ctx).asnumpy()[0], expected, rtol=1e-6)
 
 
+def test_the_kvstore_optimizer_is_the_trainers_and_gets_the_rate(tmp_path):
+    net = _tiny(CPUS)
+    kv = mx.kv.create("local")
+    with pytest.raises(MXNetError, match="has no optimizer; call set_optimizer"):
+        kv.set_learning_rate(0.5)
+    assert kv.optimizer is None
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, kvstore=kv)
+    _tiny_step(net, trainer, CPUS, np.ones((2, 2), np.float32))
+    assert kv.optimizer is trainer.optimizer
+    trainer.save_states(str(tmp_path / "t.states"))
+    trainer.set_learning_rate(0.5)
+    assert kv.optimizer.learning_rate == 0.5
+    trainer.load_states(str(tmp_path / "t.states"))
+    assert trainer.optimizer is kv.optimizer and trainer.learning_rate == 0.1
+
+
 def test_optimizer_instance_lr_mult_and_grad_req_null():
     frozen, scaled = _tiny(CPUS), _tiny(CPUS)
     frozen.weight.lr_mult = 0.0

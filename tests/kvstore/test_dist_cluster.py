@@ -404,3 +404,27 @@ def test_announced_address_follows_node_host_then_interface(monkeypatch):
         announced_host("127.0.0.1", 9092)
     monkeypatch.setenv("DMLC_NODE_HOST", "localhost")            # wins over the interface
     assert announced_host("127.0.0.1", 9092).startswith("127.")
+
+
+def test_ranks_follow_registration_when_launcher_ranks_clash(tmp_path):
+    code = """
+    kv = mx.kv.create('dist_sync')
+    report(rank=kv.rank)
+    """
+    results, outputs = run_job(tmp_path, code, workers=2, servers=1, env={"PS_VERBOSE": "1"},
+                               worker_env={"MINIGLUON_LAUNCH_RANK": "0"})
+    assert sorted(r["rank"] for r in results) == [0, 1]
+    log = outputs["scheduler"][2]
+    assert ("worker ranks follow the order of registration: MINIGLUON_LAUNCH_RANK=0 was "
+            "given to more than one") in log, log
+    assert ("server ranks follow the order of registration: none has a "
+            "MINIGLUON_LAUNCH_RANK (started without minigluon-launch)") in log, log
+
+
+def test_rank_hints_are_used_only_when_all_distinct_and_in_range():
+    from minigluon.kvstore.scheduler import _hint_problem
+    assert _hint_problem([2, 0, 1], 3) is None
+    assert _hint_problem([0, None, 1], 3) == "1 of 3 have no MINIGLUON_LAUNCH_RANK"
+    assert _hint_problem([0, 3, 1], 3) == "MINIGLUON_LAUNCH_RANK=3 is not a rank in 0..2"
+    assert _hint_problem([0, "1"], 2) == "MINIGLUON_LAUNCH_RANK='1' is not a rank in 0..1"
+    assert _hint_problem([1, 1], 2) == "MINIGLUON_LAUNCH_RANK=1 was given to more than one"

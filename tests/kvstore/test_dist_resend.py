@@ -21,6 +21,8 @@ try:
                             update_on_kvstore=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     for t in range(STEPS):
+        if t == 2:
+            trainer.set_learning_rate(0.05)        # SET_LR is resent and deduplicated too
         rng = np.random.RandomState(100 * t + r)
         x, y = nd.array(rng.randn(8, 50)), nd.array(rng.randint(0, 10, 8))
         with autograd.record():

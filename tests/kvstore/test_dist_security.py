@@ -31,7 +31,8 @@ if r == 0:
                   init=Message(Cmd.INIT, key=6, flags=Flag.SYNC, dtype=np.float32,
                                shape=(1,), offset=0, length=1, payload=[np.ones(1, np.float32)]),
                   set_optimizer=Message(Cmd.SET_OPTIMIZER, payload=[blob]),
-                  set_states=Message(Cmd.SET_STATES, payload=[blob]))
+                  set_states=Message(Cmd.SET_STATES, payload=[blob]),
+                  set_lr=Message(Cmd.SET_LR, payload=[np.float64(1000.0).tobytes()]))
     sched = dict(register=Message(Cmd.REGISTER, payload=[b'{"role": "worker"}']),
                  barrier=Message(Cmd.BARRIER), finalize=Message(Cmd.FINALIZE),
                  heartbeat=Message(Cmd.HEARTBEAT, key='worker', sender=1))
@@ -78,10 +79,11 @@ def test_rogue_peers_without_the_secret_get_nothing_and_change_nothing(tmp_path)
                                env={"MINIGLUON_PS_SECRET": SECRET})
     assert all(r["ok"] for r in results)
     server_log, sched_log = outputs["server0"][2], outputs["scheduler"][2]
-    for log, count in ((server_log, 5), (sched_log, 4)):
+    for log, count in ((server_log, 6), (sched_log, 4)):
         for name, why in (("rogue-plain", "has no authentication tag"),
                           ("rogue-wrong", "authentication tag does not match")):
             lines = [ln for ln in log.splitlines() if f"from b'{name}-" in ln]
             assert len(lines) == count and all(why in ln for ln in lines), log
     assert "refused <SET_OPTIMIZER" in server_log and "refused <REGISTER" in sched_log
+    assert "refused <SET_LR" in server_log
     assert not (tmp_path / "unpickled").exists()

@@ -193,6 +193,7 @@ class Junk:
             Message(Cmd.SET_STATES, payload=[rng.randbytes(40)]),
             Message(Cmd.GET_STATES),
             Message(Cmd.SHM_PROBE, payload=[seg.encode()]),
+            Message(Cmd.SET_LR, payload=[rng.randbytes(rng.choice([3, 8]))]),
             Message(Cmd.VALUE, key=key, dtype=dtype, shape=shape, offset=off, length=n,
                     payload=[np.zeros(n, dtype)]),
         ]

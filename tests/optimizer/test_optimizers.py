@@ -232,7 +232,21 @@ def test_list_update_equals_one_by_one():
             opt_b.update(i, wb[i], nd.array(g), sb[i])
     for a, b in zip(wa, wb):
         np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
-    assert opt_a._index_update_count == {0: 3, 1: 3} and opt_a.num_update == 3
+    assert opt_a.update_counts() == {0: {0: 3, 1: 3}} and opt_a.num_update == 3
+
+
+def test_update_counts_copy_out_and_restore():
+    opt = mx.optimizer.Adam(learning_rate=0.1)
+    counts = {0: {0: 3, "b": 5}}
+    opt.set_update_counts(counts)
+    assert opt.num_update == 5 and opt.update_counts() == counts
+    opt.update_counts()[0][0] = 99                      # a copy: the optimizer keeps its own
+    counts[0][0] = 99
+    w, st = nd.ones((2,)), opt.create_state(0, nd.ones((2,)))
+    opt.update(0, w, nd.ones((2,)), st)                 # Adam's step t is the restored count
+    assert opt.update_counts() == {0: {0: 4, "b": 5}} and opt.num_update == 5
+    opt.set_update_counts({0: {}}, num_update=7)
+    assert opt.num_update == 7
 
 
 class Mults:

@@ -115,6 +115,23 @@ def test_real_scheduler_and_servers_serve_a_dist_sync_job(job, tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_kv_rank_is_the_rank_in_the_prefix(job, tmp_path):
+    # workers register in reverse order: registration order would give the reverse ranks
+    (tmp_path / "rank.py").write_text(
+        "import os, time\nimport minigluon as mx\n"
+        "time.sleep(0.4 * (2 - int(os.environ['MINIGLUON_LAUNCH_RANK'])))\n"
+        "print('RANK', mx.kv.create('dist_sync').rank)\n")
+    run = job(["-n", 3, "-s", 2, "--env", "PS_VERBOSE=1", PY, tmp_path / "rank.py"])
+    assert run.wait(40) == 0, run.text()
+    for i in range(3):
+        assert f"[worker {i}] RANK {i}\n" in run.out, run.text()
+    for i in range(2):
+        assert f"[server {i}] registered: rank {i} of 2 servers" in run.text(), run.text()
+    assert "order of registration" not in run.text()
+    run.assert_nothing_left()
+
+
+@pytest.mark.timeout(60)
 def test_failing_worker_stops_everyone_and_is_named(job):
     run = job(["-n", 2, "-s", 1, *job.roles, "--env", "STUB_WORKER=sleep:60",
                "--env", "STUB_SERVER=sleep:60", "--env", "STUB_SCHEDULER=sleep:60",

@@ -1,0 +1,138 @@
+"""Fault injection on real clusters, shared by the liveness tests and the chaos matrix
+(tests/chaos).
+
+`ChaosJob` runs the roles like `run_job` (test_dist_cluster.py), but with output in files
+and each process's exit time taken by polling, so a test can inject a fault by PID at a
+known point of the training and measure what follows on one monotonic clock (the same for
+every process of the machine). Stopped processes are resumed and killed at the end, by
+PID, and nothing may be left behind.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from test_dist_cluster import PREAMBLE, assert_gone, base_env, free_port
+
+INTERVAL, TIMEOUT = 0.2, 1.5
+
+
+def heartbeat_env(timeout=TIMEOUT, interval=INTERVAL):
+    return {"PS_HEARTBEAT_INTERVAL": str(interval), "PS_HEARTBEAT_TIMEOUT": str(timeout)}
+
+
+class ChaosJob:
+    """The processes of one job, owned by PID, with their exit times.
+
+    `root_uri` and `port` are the scheduler's (default: a free port); `timeout` is the
+    heartbeat timeout (interval INTERVAL)."""
+
+    def __init__(self, tmp_path, code, workers=2, servers=1, env=None, job_workers=None,
+                 root_uri="127.0.0.1", port=None, timeout=TIMEOUT):
+        self.dir = tmp_path
+        script = tmp_path / "worker.py"
+        script.write_text(PREAMBLE + "import os, sys, time\n" + textwrap.dedent(code))
+        self.port = port or free_port()
+        common = base_env(dict(heartbeat_env(timeout), **(env or {})))
+        common.update(DMLC_PS_ROOT_URI=root_uri, DMLC_PS_ROOT_PORT=str(self.port),
+                      DMLC_NUM_SERVER=str(servers), DMLC_NUM_WORKER=str(job_workers or workers))
+        self.procs, self.exited, self.spawned = {}, {}, {}
+        self.victims = set()              # PIDs the test killed or stopped
+        self.stopped = set()              # PIDs the test stopped (they never exit alone)
+        self.files_before = set(os.listdir("/tmp"))
+        roles = [("scheduler", "scheduler")] + [(f"server{s}", "server") for s in range(servers)]
+        roles += [(f"worker{w}", "worker") for w in range(workers)]
+        for name, role in roles:
+            out = open(tmp_path / f"{name}.out", "w")
+            err = open(tmp_path / f"{name}.err", "w")
+            self.spawned[name] = time.monotonic()
+            self.procs[name] = subprocess.Popen(
+                [sys.executable, str(script)], env=dict(common, DMLC_ROLE=role), cwd=tmp_path,
+                stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            out.close()
+            err.close()
+
+    def pid(self, name):
+        return self.procs[name].pid
+
+    def name_of(self, pid):
+        return next(n for n, p in self.procs.items() if p.pid == pid)
+
+    def worker_pid(self, rank, within=30):
+        """The PID of the worker of `rank` (ranks follow registration, not start order)."""
+        return int(self.wait_file(f"rank{rank}.pid", within).read_text())
+
+    def wait_file(self, name, within=30):
+        path, end = self.dir / name, time.monotonic() + within
+        while not path.exists():
+            self.poll()
+            assert time.monotonic() < end, f"{name} did not appear\n{self.dump()}"
+            time.sleep(0.01)
+        time.sleep(0.01)                  # written, not just created
+        return path
+
+    def poll(self):
+        for name, proc in self.procs.items():
+            if name not in self.exited and proc.poll() is not None:
+                self.exited[name] = time.monotonic()
+
+    def watch(self, within):
+        """Poll until every process (but the stopped ones) exited or `within` s passed;
+        {name: exit time}."""
+        end = time.monotonic() + within
+        running = len(self.procs) - len(self.stopped)
+        while len(self.exited) < running and time.monotonic() < end:
+            self.poll()
+            time.sleep(0.01)
+        return self.exited
+
+    def code(self, name):
+        return self.procs[name].returncode
+
+    def out(self, name):
+        return (self.dir / f"{name}.out").read_text()
+
+    def err(self, name):
+        return (self.dir / f"{name}.err").read_text()
+
+    def result(self, name):
+        lines = [ln[7:] for ln in self.out(name).splitlines() if ln.startswith("RESULT ")]
+        return json.loads(lines[-1]) if lines else None
+
+    def results(self):
+        """{rank: RESULT} of the workers that reported."""
+        found = [self.result(n) for n in self.procs if n.startswith("worker")]
+        return {r["rank"]: r for r in found if r}
+
+    def dump(self):
+        return "\n".join(f"--- {n} (status {p.returncode})\n{self.out(n)[-2000:]}"
+                         f"{self.err(n)[-3000:]}" for n, p in self.procs.items())
+
+    def cleanup(self):
+        """Resume and kill (by PID) whatever still runs; then nothing may be left."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                for sig in (signal.SIGCONT, signal.SIGKILL):
+                    try:
+                        os.kill(proc.pid, sig)
+                    except ProcessLookupError:
+                        pass
+            proc.wait()
+        for victim in self.victims:       # a killed server cannot remove its socket file
+            for name in os.listdir("/tmp"):
+                if name.startswith(f"mgkv-{victim}-") and name.endswith(".sock"):
+                    os.unlink(f"/tmp/{name}")
+        assert_gone([p.pid for p in self.procs.values()], files_before=self.files_before)
+
+
+def inject(job, pid, how):
+    """Send the fault ('kill': SIGKILL, 'stop': SIGSTOP); the moment it was sent
+    (time.monotonic)."""
+    job.victims.add(pid)
+    if how == "stop":
+        job.stopped.add(pid)
+    os.kill(pid, signal.SIGKILL if how == "kill" else signal.SIGSTOP)
+    return time.monotonic()
