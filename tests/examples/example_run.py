@@ -3,10 +3,15 @@ process it starts remembered by PID, so that a test can check none is left runni
 import os
 import re
 import subprocess
+import sys
 import time
 
 import psutil
 import pytest
+
+# the launcher tests' harness: one definition of "still running" (zombies count as gone)
+sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "tools")))
+from launchkit import running as _running  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLES = os.path.join(REPO, "examples")
@@ -119,13 +124,6 @@ def wait_all(runs, timeout):
 def _read(f):
     f.seek(0)
     return f.read().decode("utf-8", "replace")
-
-
-def _running(p):
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def describe(p):
