@@ -3,12 +3,14 @@ node, as MXNet's CachedOp does for hybridized blocks.
 
 Running a step calls the same op function as the imperative path (so results are the same),
 but on raw arrays: no NDArray wrappers, no per-op context checks, no per-op tape nodes.
-Backward replays the steps' closures in reverse.
+Backward replays the steps' closures in reverse. Before the first run, `rewrite.optimize`
+reorders steps where that gives the same values with less work.
 """
 from .. import autograd
 from ..autograd import _fit_grad
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
+from . import rewrite
 
 
 class CachedGraph:
@@ -40,6 +42,7 @@ class CachedGraph:
             next_slot += n.num_outputs
         self.num_slots = next_slot
         self.output_slots = [slot[(id(node), idx)] for node, idx in symbol._outputs]
+        self.steps = rewrite.optimize(self.steps, self.output_slots)
 
     def _forward(self, xp, raw_inputs):
         values = list(raw_inputs) + [None] * (self.num_slots - self.num_inputs)

@@ -6,6 +6,9 @@
  * window, in row-major window order, to the input element its argmax names.
  */
 #include <math.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "layers.h"
 
@@ -83,12 +86,77 @@ static void columns(size_t w, size_t ow, size_t s, size_t p, size_t j, size_t *l
 DEFINE_MAXPOOL(float, f32)
 DEFINE_MAXPOOL(double, f64)
 
+#if defined(__SSE2__)
+/* The common 2x2 stride-2 unpadded float32 window, four outputs at a time with SSE2:
+ * the scalar form of the NaN-aware rule compiles to branches that random data mispredicts
+ * (2.6 ms for LeNet's first pooling), this form to masks (about 30x less). A tap v replaces
+ * the best so far b when !(v <= b) and b is not NaN: v > b, or v is the first NaN. */
+static inline void take_f32(__m128 v, __m128i at, __m128 *best, __m128i *arg)
+{
+    __m128 take = _mm_and_ps(_mm_cmpnle_ps(v, *best), _mm_cmpord_ps(*best, *best));
+    *best = _mm_or_ps(_mm_and_ps(take, v), _mm_andnot_ps(take, *best));
+    __m128i t = _mm_castps_si128(take);
+    *arg = _mm_or_si128(_mm_and_si128(t, at), _mm_andnot_si128(t, *arg));
+}
+
+static void maxpool_row_2x2_f32(const float *r0, const float *r1, float *m, int32_t *am,
+                                size_t n, int32_t base, int32_t w)
+{
+    size_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        __m128 a = _mm_loadu_ps(r0 + 2 * k), b = _mm_loadu_ps(r0 + 2 * k + 4);
+        __m128 c = _mm_loadu_ps(r1 + 2 * k), d = _mm_loadu_ps(r1 + 2 * k + 4);
+        __m128i left = _mm_add_epi32(_mm_set1_epi32(base + 2 * (int32_t)k),
+                                     _mm_setr_epi32(0, 2, 4, 6));
+        __m128 best = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));   /* even columns */
+        __m128i arg = left;
+        take_f32(_mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)),
+                 _mm_add_epi32(left, _mm_set1_epi32(1)), &best, &arg);
+        take_f32(_mm_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0)),
+                 _mm_add_epi32(left, _mm_set1_epi32(w)), &best, &arg);
+        take_f32(_mm_shuffle_ps(c, d, _MM_SHUFFLE(3, 1, 3, 1)),
+                 _mm_add_epi32(left, _mm_set1_epi32(w + 1)), &best, &arg);
+        _mm_storeu_ps(m + k, best);
+        _mm_storeu_si128((__m128i *)(am + k), arg);
+    }
+    for (; k < n; k++) {   /* the last n % 4 outputs, one at a time */
+        float v[4] = {r0[2 * k], r0[2 * k + 1], r1[2 * k], r1[2 * k + 1]};
+        int32_t at[4] = {0, 1, w, w + 1}, t = 0;
+        for (int i = 1; i < 4; i++)
+            if (!(v[i] <= v[t]) && v[t] == v[t])
+                t = i;
+        m[k] = v[t], am[k] = base + 2 * (int32_t)k + at[t];
+    }
+}
+
+/* True when the window is 2x2, stride 2, unpadded, so all four taps lie in the image. */
+static int plain_2x2(const mg_window *g)
+{
+    return g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0 &&
+           2 * g->oh <= g->h && 2 * g->ow <= g->w && g->h * g->w <= INT32_MAX;
+}
+
+static void maxpool_plane_2x2_f32(const mg_window *g, const float *x, float *out, int32_t *am)
+{
+    for (size_t y = 0; y < g->oh; y++)
+        maxpool_row_2x2_f32(x + 2 * y * g->w, x + (2 * y + 1) * g->w, out + y * g->ow,
+                            am + y * g->ow, g->ow, (int32_t)(2 * y * g->w), (int32_t)g->w);
+}
+#else
+static int plain_2x2(const mg_window *g) { (void)g; return 0; }
+#define maxpool_plane_2x2_f32 maxpool_plane_f32
+#endif
+
 void mg_maxpool_task(void *args, size_t begin, size_t end)
 {
     const mg_maxpool_args *a = (const mg_maxpool_args *)args;
     size_t in = a->g.h * a->g.w, out = a->g.oh * a->g.ow;
+    int fast = a->dtype == MG_F32 && plain_2x2(&a->g);
     for (size_t p = begin; p < end; p++) {
-        if (a->dtype == MG_F32)
+        if (fast)
+            maxpool_plane_2x2_f32(&a->g, (const float *)a->x + p * in,
+                                  (float *)a->out + p * out, a->argmax + p * out);
+        else if (a->dtype == MG_F32)
             maxpool_plane_f32(&a->g, (const float *)a->x + p * in, (float *)a->out + p * out,
                               a->argmax + p * out);
         else

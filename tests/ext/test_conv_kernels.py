@@ -216,7 +216,14 @@ POOLS = [((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), "valid"),
          ((2, 1, 1, 7), (1, 3), (1, 2), (0, 1), "full"),
          ((1, 1, 4, 4), (4, 4), (1, 1), (0, 0), "valid"),
          ((3, 4, 5, 6), (2, 3), (1, 1), (1, 2), "valid"),
-         ((1, 1, 2, 2), (3, 3), (3, 3), (2, 2), "full")]
+         ((1, 1, 2, 2), (3, 3), (3, 3), (2, 2), "full"),
+         # 2x2 stride 2 unpadded float32 runs a vectorized path: full vectors, tails of
+         # 1-3 outputs, an odd last row/column left out, and "full" (which pads, so not it)
+         ((2, 3, 24, 24), (2, 2), (2, 2), (0, 0), "valid"),
+         ((1, 2, 9, 14), (2, 2), (2, 2), (0, 0), "valid"),
+         ((2, 1, 5, 11), (2, 2), (2, 2), (0, 0), "valid"),
+         ((1, 1, 2, 2), (2, 2), (2, 2), (0, 0), "valid"),
+         ((1, 2, 5, 11), (2, 2), (2, 2), (0, 0), "full")]
 
 
 def ref_max_pool(x, kernel, stride, pad, convention):
@@ -263,6 +270,20 @@ def test_max_pool_matches_fallback_and_definition(path, dtype, nthreads):
             if a >= 0:
                 want[p, a] += dy.reshape(len(want), -1)[p, o]
         same_bits(dx, want.reshape(shape))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_max_pool_2x2_nan_and_tie_rule(path, dtype):
+    # every pattern of NaN, +-inf and ties over the four taps, so the vectorized 2x2 path
+    # meets each case of "first NaN, else first largest" in each of its lanes
+    values = np.array([np.nan, -np.inf, np.inf, 1.0, 1.0, -2.0], dtype)
+    windows = np.array(np.meshgrid(*[np.arange(len(values))] * 4)).reshape(4, -1).T
+    x = values[windows].reshape(1, 6, -1, 2, 2)                 # (1, 6, 216 windows, 2, 2)
+    x = np.ascontiguousarray(x.transpose(0, 1, 3, 2, 4).reshape(1, 6, 2, -1))   # side by side
+    out, arg = path.max_pool2d(x, (2, 2), (2, 2))
+    want_out, want_arg = ref_max_pool(x, (2, 2), (2, 2), (0, 0), "valid")
+    same_bits(out, want_out)
+    same_bits(arg, want_arg)
 
 
 def test_max_pool_backward_refuses_bad_argmax(path):
