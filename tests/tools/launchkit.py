@@ -23,7 +23,7 @@ name = role + os.environ.get("MINIGLUON_LAUNCH_RANK", "")
 with open(os.path.join(os.environ["STUB_PIDS"], f"{name}.{os.getpid()}"), "w") as f:
     f.write(name)
 shown = {k: v for k, v in os.environ.items()
-         if k.startswith(("DMLC_", "FOO", "BAZ")) or k in (
+         if k.startswith(("DMLC_", "FOO", "BAZ")) or k.endswith("_NUM_THREADS") or k in (
              "MINIGLUON_PS_SECRET", "MINIGLUON_LAUNCH_RANK", "MINIGLUON_LAUNCH_STATS_DIR")}
 print("ENV " + json.dumps(dict(shown, cwd=os.getcwd())))
 print(f"to stderr from {name}", file=sys.stderr)

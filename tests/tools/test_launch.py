@@ -105,6 +105,27 @@ def test_local_job_env_prefixes_and_secret(job, monkeypatch):
 
 
 @pytest.mark.timeout(60)
+def test_local_job_shares_the_cores_between_workers_unless_told(job):
+    env = {k: v for k, v in clean_env().items() if not k.endswith("_NUM_THREADS")}
+    run = job(["-n", 2, "-s", 1, *job.roles, *job.stub.split()], env=env)
+    assert run.wait() == 0, run.text()
+    share = str(max(1, len(os.sched_getaffinity(0)) // 2))
+    for label, got in run.envs().items():
+        want = share if label.startswith("worker") else "1"
+        assert (got["OMP_NUM_THREADS"], got["OPENBLAS_NUM_THREADS"]) == (want, want), label
+        assert "MKL_NUM_THREADS" not in got
+    run.assert_nothing_left()
+    # one of them set here or by --env: nothing is added
+    for args, extra in ((["--env", "OMP_NUM_THREADS=3"], {}), ([], {"OPENBLAS_NUM_THREADS": "2"})):
+        run = job(["-n", 2, *args, *job.roles, *job.stub.split()], env=dict(env, **extra))
+        assert run.wait() == 0, run.text()
+        for got in run.envs().values():
+            assert {k: v for k, v in got.items() if k.endswith("_NUM_THREADS")} == \
+                (extra or {"OMP_NUM_THREADS": "3"})
+        run.assert_nothing_left()
+
+
+@pytest.mark.timeout(60)
 def test_real_scheduler_and_servers_serve_a_dist_sync_job(job, tmp_path):
     pytest.importorskip("minigluon.kvstore.dist")
     (tmp_path / "kv_worker.py").write_text(KV_WORKER)

@@ -2,7 +2,7 @@
 import sys
 
 from ..hosts import LOCALHOST, interface_address
-from ..job import base_env, guard_argv
+from ..job import base_env, guard_argv, thread_env
 from ..procgroup import Task
 from ..stats import STATS_ENV
 
@@ -22,6 +22,7 @@ def prepare(job):
 def task(job, label, role, rank=None, host="localhost"):
     """A process with `role` on this host, under a guard, with its DMLC_* environment."""
     env = base_env(job, job.dmlc_env(role, node_host=job.root_uri, rank=rank))
+    env.update(thread_env(env, role, job.num_workers))
     if job.stats is not None and role == "worker":
         env[STATS_ENV] = job.stats.folder_for(label)
     command = job.command_for(role, sys.executable)
