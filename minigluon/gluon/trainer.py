@@ -258,6 +258,10 @@ class Trainer:
                 self._kvstore.pull(i, param.list_data(), priority=-i)
                 for arr in param.list_data():
                     _mark_grad_stale(arr)
+            if self._distributed:
+                # the servers' copy of the optimizer counts the updates; count them here too
+                # so `learning_rate` follows an lr_scheduler as it does on the servers
+                self._optimizer._update_count([i for i, _ in self._trainable()])
             return
         per_device = [[] for _ in self._updaters]
         for i, param in self._trainable():

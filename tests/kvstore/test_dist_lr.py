@@ -128,9 +128,11 @@ out['early'] = [step(net, tr)]               # 1 - 0.5
 tr.set_learning_rate(0.25)
 out['early'].append(step(net, tr))           # mom = 0.5 * -0.5 - 0.25 = -0.5: 0.5 - 0.5
 
-sched = mx.lr_scheduler.FactorScheduler(step=10, factor=0.5, base_lr=1.0)
+sched = mx.lr_scheduler.FactorScheduler(step=2, factor=0.5, base_lr=1.0)
 net, tr = one_weight(lr_scheduler=sched)
-step(net, tr)
+out['sched_lr'] = [tr.learning_rate]
+out['sched_w'] = [step(net, tr) for _ in range(4)]    # rates 1, 1, 0.5, 0.5 on the server
+out['sched_lr'].append(tr.learning_rate)             # as in MXNet: the last update's
 out['scheduler'] = error_of(tr.set_learning_rate, 0.1)
 
 kv = mx.kv.create('dist_sync')
@@ -155,6 +157,8 @@ def test_one_worker_repro_and_errors(tmp_path):
     assert abs(out["weights"][2] - -0.2) < 1e-6, out
     assert out["lr"] == 0.1 and out["loaded_lr"] == 0.1
     assert out["early"] == [0.5, 0.0], out
+    # the worker's learning_rate follows the servers' schedule (it stayed 1.0 before)
+    assert out["sched_w"] == [0.0, -1.0, -1.5, -2.0] and out["sched_lr"] == [1.0, 0.5], out
     assert out["scheduler"].startswith("KVStoreError: server 0: set_learning_rate: SGD: the "
                                        "learning rate comes from its lr_scheduler; change the "
                                        "scheduler"), out["scheduler"]
