@@ -63,6 +63,8 @@ ops_elemwise call them on host arrays), multi-threaded over rows, planes or chan
   not bit for bit.  `batch_norm_forward(x, mean, scale, shift)` = (x - mean)*scale + shift,
   `batch_norm_backward(x, dy, mean, a, b, k)` = (dy*a + (x - mean)*b) + k, per channel.
 - `relu(x)` = np.maximum(x, 0); `relu_backward(x, dy)` = dy * (x > 0).
+- `sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient)`: one SGD
+  step (with momentum when `mom` is given) in place, one pass over the arrays.
 
 Except for the two batch-norm sums, both paths give the same bits.  Layer kernels take
 `nthreads=None`: one thread below 32768 elements of work, else all usable cores.
@@ -107,7 +109,7 @@ __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequa
            "im2col", "col2im", "swap01", "winograd_input", "winograd_output",
            "winograd_output_adjoint", "winograd_input_adjoint", "max_pool2d", "max_pool2d_backward",
            "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
-           "relu", "relu_backward", "LAYER_DTYPES", "winograd_tiles", "native", "fallback"]
+           "relu", "relu_backward", "sgd_update", "LAYER_DTYPES", "winograd_tiles", "native", "fallback"]
 
 # dtypes the layer kernels take
 LAYER_DTYPES = LAYER_FLOATS
@@ -312,3 +314,15 @@ def relu_backward(x, dy, out=None, nthreads=None):
     >>> dx = relu_backward(x, dy)
     """
     return _impl.relu_backward(x, dy, out, nthreads)
+
+
+def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_grad=1.0,
+               clip_gradient=None, nthreads=None):
+    """One SGD step in place, NumPy's bits, one pass (float32/float64, C-contiguous):
+    g = clip(rescale_grad * grad) + wd * weight; with `mom`: mom = momentum * mom - lr * g,
+    weight += mom; without: weight -= lr * g. Returns weight.
+
+    >>> sgd_update(w, g, mom, lr=0.1, wd=1e-4, momentum=0.9, rescale_grad=1 / 64)
+    """
+    return _impl.sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient,
+                            nthreads)

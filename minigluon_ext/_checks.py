@@ -417,6 +417,28 @@ def relu(fn, x, dy, out, nthreads):
     return out, layer_threads(fn, x.size, nthreads)
 
 
+def sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient, nthreads):
+    """Check sgd_update's arguments; return (the five numbers as floats, threads)."""
+    fn = "sgd_update"
+    array(fn, "weight", weight, writable=True, dtypes=LAYER_FLOATS)
+    array(fn, "grad", grad, dtypes=LAYER_FLOATS)
+    like(fn, "grad", grad, "weight", weight)
+    apart(fn, "grad", grad, "weight", weight)
+    if mom is not None:
+        array(fn, "mom", mom, writable=True, dtypes=LAYER_FLOATS)
+        like(fn, "mom", mom, "weight", weight)
+        apart(fn, "mom", mom, "weight", weight)
+        apart(fn, "mom", mom, "grad", grad)
+    numbers_ = []
+    for name, value in (("lr", lr), ("wd", wd), ("momentum", momentum),
+                        ("rescale_grad", rescale_grad)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{fn}: {name} must be a real number, got {value!r}")
+        numbers_.append(float(value))
+    clip = 0.0 if clip_gradient is None else float(clip_gradient)
+    return (*numbers_, clip), layer_threads(fn, weight.size, nthreads)
+
+
 WINOGRAD_TILES = (2, 4)
 
 

@@ -360,6 +360,26 @@ def relu_backward(x, dy, out=None, nthreads=None):
         return np.multiply(dy, x > 0, out=out)
 
 
+def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_grad=1.0,
+               clip_gradient=None, nthreads=None):
+    """One SGD step on weight (and mom) in place, in NumPy (the formula in sgd.c)."""
+    (lr, wd, momentum, rescale, clip), _ = check.sgd_update(
+        weight, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient, nthreads)
+    t = weight.dtype.type                 # the scalars in the arrays' precision, as in C
+    g = grad * t(rescale)
+    if clip > 0:
+        np.clip(g, t(-clip), t(clip), out=g)
+    if wd:
+        g += t(wd) * weight
+    if mom is None:
+        weight -= t(lr) * g
+    else:
+        mom *= t(momentum)
+        mom -= t(lr) * g
+        weight += mom
+    return weight
+
+
 def _padded(x, ph, pw, fill):
     if not (ph or pw):
         return x

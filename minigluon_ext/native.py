@@ -167,6 +167,15 @@ def relu_backward(x, dy, out=None, nthreads=None):
     return out
 
 
+def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_grad=1.0,
+               clip_gradient=None, nthreads=None):
+    """One SGD step on weight (and mom) in place, in C."""
+    values, threads = check.sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad,
+                                       clip_gradient, nthreads)
+    _kernels.sgd_update(weight, grad, mom, *values, threads)
+    return weight
+
+
 def describe():
     """A few words on this path for the log: which SIMD paths the CPU enables."""
     feats = _kernels.tuning()

@@ -1,4 +1,8 @@
 """SGD with optional momentum (MXNet's `sgd_update` / `sgd_mom_update`)."""
+import numpy as np
+
+import minigluon_ext as ext
+
 from .optimizer import Optimizer, check_range, register
 
 __all__ = ["SGD"]
@@ -36,6 +40,10 @@ class SGD(Optimizer):
         return self._zeros_like(weight) if self.momentum != 0.0 else None
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
+        if _one_pass(xp, weight, grad, state):
+            ext.sgd_update(weight, grad, state, lr, wd, self.momentum,
+                           float(self.rescale_grad), self.clip_gradient)
+            return
         g = self._rescaled(xp, grad)
         if wd:
             g += wd * weight
@@ -45,3 +53,12 @@ class SGD(Optimizer):
         state *= self.momentum
         state -= lr * g
         weight += state
+
+
+def _one_pass(xp, weight, grad, state):
+    """True when minigluon_ext.sgd_update can do the step: contiguous host arrays of one
+    dtype it takes (the same bits as the NumPy lines, in one pass instead of up to seven)."""
+    arrays = (weight, grad) if state is None else (weight, grad, state)
+    return xp is np and all(type(a) is np.ndarray and a.flags.c_contiguous and
+                            a.dtype == weight.dtype for a in arrays) and \
+        weight.dtype in ext.LAYER_DTYPES

@@ -102,4 +102,16 @@ typedef struct {
 void mg_relu_task(void *args, size_t begin, size_t end);
 void mg_relu_back_task(void *args, size_t begin, size_t end);
 
+/* sgd.c: one SGD step (optimizer/sgd.py's formula) on w and mom (NULL: no momentum), in
+ * place; items: blocks of MG_SGD_BLOCK elements. */
+#define MG_SGD_BLOCK 16384
+typedef struct {
+    int dtype;
+    size_t n;
+    double lr, wd, momentum, rescale, clip; /* clip <= 0: no clipping */
+    void *w, *mom;
+    const void *grad;
+} mg_sgd_args;
+void mg_sgd_task(void *args, size_t begin, size_t end);
+
 #endif

@@ -685,6 +685,33 @@ static PyObject *py_batch_norm(PyObject *self, PyObject *args)
     return run_layer(&b, s.c, nthreads, tasks[kind], &s);
 }
 
+static PyObject *py_sgd_update(PyObject *self, PyObject *args)
+{
+    static const char *fn = "sgd_update";
+    PyObject *w_obj, *grad_obj, *mom_obj;
+    int nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_sgd_args a;
+    if (!PyArg_ParseTuple(args, "OOOdddddi", &w_obj, &grad_obj, &mom_obj, &a.lr, &a.wd,
+                          &a.momentum, &a.rescale, &a.clip, &nthreads))
+        return NULL;
+    Py_buffer *w = take_float(&b, w_obj, 1, 0, fn, "weight", &dtype);
+    if (!w)
+        return fail(&b);
+    a.dtype = dtype, a.n = (size_t)count(w), a.w = w->buf, a.mom = NULL;
+    Py_buffer *grad = take_like(&b, grad_obj, 0, fn, "grad", dtype, a.n);
+    if (!grad)
+        return fail(&b);
+    a.grad = grad->buf;
+    if (mom_obj != Py_None) {
+        Py_buffer *mom = take_like(&b, mom_obj, 1, fn, "mom", dtype, a.n);
+        if (!mom)
+            return fail(&b);
+        a.mom = mom->buf;
+    }
+    return run_layer(&b, (a.n + MG_SGD_BLOCK - 1) / MG_SGD_BLOCK, nthreads, mg_sgd_task, &a);
+}
+
 static PyObject *py_relu(PyObject *self, PyObject *args)
 {
     static const char *fn = "relu";
@@ -766,6 +793,8 @@ static PyMethodDef methods[] = {
     {"batch_norm", py_batch_norm, METH_VARARGS,
      "batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads)"},
     {"relu", py_relu, METH_VARARGS, "relu(x, dy_or_None, out, nthreads)"},
+    {"sgd_update", py_sgd_update, METH_VARARGS,
+     "sgd_update(weight, grad, mom_or_None, lr, wd, momentum, rescale, clip, nthreads)"},
     {"tuning", py_tuning, METH_NOARGS, "SIMD paths in use and the streaming-store bound."},
     {"set_tuning", (PyCFunction)(void (*)(void))py_set_tuning, METH_VARARGS | METH_KEYWORDS,
      "set_tuning(*, avx2, f16c, stream_bytes) -> previous settings (for tests)."},
