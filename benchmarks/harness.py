@@ -94,8 +94,9 @@ class TorchClient:
             self.proc.wait()
 
 
-def interleaved_rates(runners, samples_per_step, rounds, steps, warmup, pause=0.3):
-    """Median samples/s of each runner (name -> f(n) returning seconds), rounds alternating."""
+def interleaved_rounds(runners, samples_per_step, rounds, steps, warmup, pause=0.3):
+    """Samples/s of each runner (name -> f(n) returning seconds) in each round, the runners
+    taking turns within a round, so round k of every runner saw about the same machine."""
     for run in runners.values():
         run(warmup)
     rates = {name: [] for name in runners}
@@ -103,7 +104,20 @@ def interleaved_rates(runners, samples_per_step, rounds, steps, warmup, pause=0.
         for name, run in runners.items():
             time.sleep(pause)   # let the other side's idle BLAS threads stop spinning
             rates[name].append(samples_per_step * steps / run(steps))
-    return {name: statistics.median(r) for name, r in rates.items()}
+    return rates
+
+
+def interleaved_rates(runners, samples_per_step, rounds, steps, warmup, pause=0.3):
+    """Median samples/s of each runner over interleaved rounds."""
+    rounds_ = interleaved_rounds(runners, samples_per_step, rounds, steps, warmup, pause)
+    return {name: statistics.median(r) for name, r in rounds_.items()}
+
+
+def paired(rounds_, a, b):
+    """Runner a against runner b round by round: (median of the per-round ratios a/b, in
+    how many rounds a was faster). A shared machine's slow spells hit both of a round."""
+    ratios = [x / y for x, y in zip(rounds_[a], rounds_[b])]
+    return statistics.median(ratios), sum(r > 1 for r in ratios)
 
 
 def report(fields):

@@ -2,19 +2,22 @@
 1x28x28, plain and hybridized, beside the same model and step in PyTorch.
 
 LeNet: conv 20@5x5 relu, max-pool 2, conv 50@5x5 relu, max-pool 2, dense 500 relu,
-dense 10; softmax cross-entropy; SGD with momentum 0.9. Prints ONE JSON line:
+dense 10; softmax cross-entropy; SGD with momentum 0.9. The three take turns in each
+round; rates are medians over rounds, ratios and the hybridize speedup medians of the
+per-round ratios (with the number of rounds the hybridized net won). Prints ONE JSON line:
 
     python benchmarks/lenet_train.py --torch-python /path/to/venv/bin/python
 """
 import argparse
 import os
+import statistics
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (TorchClient, blas_threads, interleaved_rates, report,  # noqa: E402
-                     serve_torch, time_steps, torch_python)
+from harness import (TorchClient, blas_threads, interleaved_rounds, paired,  # noqa: E402
+                     report, serve_torch, time_steps, torch_python)
 
 
 def batch_arrays(batch, seed=0):
@@ -70,8 +73,8 @@ def torch_worker(batch, threads):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--torch-python", default=None)
     ap.add_argument("--threads", type=int, default=None, help="(worker only)")
@@ -89,19 +92,24 @@ def main():
                                                 "--threads", str(threads)])
         runners["torch"] = client.run
     try:
-        rates = interleaved_rates(runners, args.batch, args.rounds, args.steps, args.warmup)
+        rounds = interleaved_rounds(runners, args.batch, args.rounds, args.steps, args.warmup)
     finally:
         if client:
             client.close()
+    rates = {name: statistics.median(r) for name, r in rounds.items()}
     torch_rate = rates.get("torch")
+    speedup, faster = paired(rounds, "hybrid", "plain")
     report({"benchmark": "lenet_train", "batch": args.batch, "threads": threads,
             "rounds": args.rounds, "steps_per_round": args.steps,
             "minigluon_samples_per_s": round(rates["plain"], 1),
             "minigluon_hybridized_samples_per_s": round(rates["hybrid"], 1),
-            "hybridize_speedup": round(rates["hybrid"] / rates["plain"], 3),
+            "hybridize_speedup": round(speedup, 3),
+            "hybridized_faster_in_rounds": f"{faster}/{args.rounds}",
             "torch_samples_per_s": None if torch_rate is None else round(torch_rate, 1),
-            "ratio": None if torch_rate is None else round(rates["hybrid"] / torch_rate, 3),
-            "ratio_plain": None if torch_rate is None else round(rates["plain"] / torch_rate, 3),
+            "ratio": None if torch_rate is None else
+            round(paired(rounds, "hybrid", "torch")[0], 3),
+            "ratio_plain": None if torch_rate is None else
+            round(paired(rounds, "plain", "torch")[0], 3),
             "torch_version": client.info["version"] if client else None,
             "loadavg_1min": round(os.getloadavg()[0], 2), "note": note})
 

@@ -1,19 +1,21 @@
 """Full Gluon training step of the CIFAR ResNet-18 (d2l's multi-machine chapter), batch 32
 of 3x32x32, hybridized, beside the same model and step in PyTorch.
 
-Prints ONE JSON line:
+The two take turns in each round; rates are medians over rounds, the ratio the median of
+the per-round ratios. Prints ONE JSON line:
 
     python benchmarks/resnet18_train.py --torch-python /path/to/venv/bin/python
 """
 import argparse
 import os
+import statistics
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (TorchClient, blas_threads, interleaved_rates, report,  # noqa: E402
-                     serve_torch, time_steps, torch_python)
+from harness import (TorchClient, blas_threads, interleaved_rounds, paired,  # noqa: E402
+                     report, serve_torch, time_steps, torch_python)
 
 
 def batch_arrays(batch, seed=0):
@@ -109,16 +111,20 @@ def main():
                                                 "--threads", str(threads)])
         runners["torch"] = client.run
     try:
-        rates = interleaved_rates(runners, args.batch, args.rounds, args.steps, args.warmup)
+        rounds = interleaved_rounds(runners, args.batch, args.rounds, args.steps, args.warmup)
     finally:
         if client:
             client.close()
+    rates = {name: statistics.median(r) for name, r in rounds.items()}
     torch_rate = rates.get("torch")
     report({"benchmark": "resnet18_train", "batch": args.batch, "threads": threads,
             "rounds": args.rounds, "steps_per_round": args.steps,
             "minigluon_images_per_s": round(rates["minigluon"], 2),
             "torch_images_per_s": None if torch_rate is None else round(torch_rate, 2),
-            "ratio": None if torch_rate is None else round(rates["minigluon"] / torch_rate, 3),
+            "ratio": None if torch_rate is None else
+            round(paired(rounds, "minigluon", "torch")[0], 3),
+            "faster_in_rounds": None if torch_rate is None else
+            f"{paired(rounds, 'minigluon', 'torch')[1]}/{args.rounds}",
             "torch_version": client.info["version"] if client else None,
             "loadavg_1min": round(os.getloadavg()[0], 2), "note": note})
 
