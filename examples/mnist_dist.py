@@ -9,7 +9,8 @@ time, learning rate); worker 0 shows a progress bar when its output is a termina
 alone (a dist kvstore then starts its own scheduler and server), or launch a cluster:
 
     minigluon-launch -n 2 -s 2 python examples/mnist_dist.py --data-dir ../shared/data/mnist-split
-    MINIGLUON_SIMULATED_GPUS=2 python examples/mnist_dist.py --gpus 2 --kvstore device
+    MINIGLUON_SIMULATED_GPUS=2 python examples/mnist_dist.py --gpus 2 --kvstore device \
+        --data-dir ../shared/data/mnist-split
 
 --data-dir (default: $MINIGLUON_DATA/mnist, else datasets/mnist) holds the four MNIST IDX
 files, gzipped or not; missing ones are downloaded. When that fails too (no network), it
