@@ -28,10 +28,13 @@ class ChaosJob:
     """The processes of one job, owned by PID, with their exit times.
 
     `root_uri` and `port` are the scheduler's (default: a free port); `timeout` is the
-    heartbeat timeout (interval INTERVAL)."""
+    heartbeat timeout (interval INTERVAL). `prefix(name)` is put before the command of
+    role `name` ('worker0') and must exec it, keeping the PID (e.g. `ip netns exec NS`);
+    `role_env` maps a role name to more environment variables."""
 
     def __init__(self, tmp_path, code, workers=2, servers=1, env=None, job_workers=None,
-                 root_uri="127.0.0.1", port=None, timeout=TIMEOUT):
+                 root_uri="127.0.0.1", port=None, timeout=TIMEOUT, prefix=None,
+                 role_env=None):
         self.dir = tmp_path
         script = tmp_path / "worker.py"
         script.write_text(PREAMBLE + "import os, sys, time\n" + textwrap.dedent(code))
@@ -49,9 +52,10 @@ class ChaosJob:
             out = open(tmp_path / f"{name}.out", "w")
             err = open(tmp_path / f"{name}.err", "w")
             self.spawned[name] = time.monotonic()
-            self.procs[name] = subprocess.Popen(
-                [sys.executable, str(script)], env=dict(common, DMLC_ROLE=role), cwd=tmp_path,
-                stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            argv = (prefix(name) if prefix else []) + [sys.executable, str(script)]
+            env = dict(common, DMLC_ROLE=role, **(role_env or {}).get(name, {}))
+            self.procs[name] = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=out,
+                                                stderr=err, stdin=subprocess.DEVNULL)
             out.close()
             err.close()
 
