@@ -632,4 +632,6 @@ def test_small_cifar_resnet_trains_the_same_on_both_paths(numpy_ops):
             trainer.step(4)
             out.append(float(loss.mean().asscalar()))
         return out
-    np.testing.assert_allclose(losses(), numpy_ops(losses), rtol=1e-3)
+    # The loss falls from ~3 to ~0.005 on one repeated batch; near zero the float32 rounding
+    # of Winograd against direct convolution is a larger share, hence the absolute term.
+    np.testing.assert_allclose(losses(), numpy_ops(losses), rtol=1e-3, atol=2e-5)
