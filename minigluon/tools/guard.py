@@ -274,7 +274,7 @@ def make_temp_dir(prefix):
     for name in os.listdir(root):
         pid, _, rest = name[len(prefix):].partition("-")
         if (name.startswith(prefix) and pid.isdigit() and rest.startswith(host + "-")
-                and not _alive(int(pid))):
+                and not pid_alive(int(pid))):
             try:
                 if os.stat(os.path.join(root, name)).st_uid == os.getuid():
                     shutil.rmtree(os.path.join(root, name), ignore_errors=True)
@@ -283,7 +283,8 @@ def make_temp_dir(prefix):
     return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-{host}-")
 
 
-def _alive(pid):
+def pid_alive(pid):
+    """True while a process with this PID exists (whoever owns it)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

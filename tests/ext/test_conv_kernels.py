@@ -46,16 +46,6 @@ def c():
     return ext.native
 
 
-@pytest.fixture(params=["c", "numpy"])
-def path(request):
-    """Each path in turn, for checks both must do alike."""
-    if request.param == "numpy":
-        return fallback
-    if ext.native is None:
-        pytest.fail("the C extension is not built: run `pip install -e .`")
-    return ext.native
-
-
 def same_bits(x, y):
     assert x.dtype == y.dtype and x.shape == y.shape, (x.dtype, x.shape, y.dtype, y.shape)
     if x.dtype.kind != "f":

@@ -8,11 +8,9 @@ import numpy as np
 import pytest
 
 import minigluon as mx
-import minigluon_ext as ext
 from minigluon import nd
 from minigluon.base import DTypeError, ShapeError
 from minigluon.optimizer import sgd
-from minigluon_ext import fallback
 
 UINT = {4: np.uint32, 8: np.uint64}
 
@@ -20,15 +18,6 @@ UINT = {4: np.uint32, 8: np.uint64}
 def same_bits(x, y):
     assert x.dtype == y.dtype and x.shape == y.shape
     assert np.array_equal(x.view(UINT[x.itemsize]), y.view(UINT[y.itemsize]))
-
-
-@pytest.fixture(params=["c", "numpy"])
-def path(request):
-    if request.param == "numpy":
-        return fallback
-    if ext.native is None:
-        pytest.fail("the C extension is not built: run `pip install -e .`")
-    return ext.native
 
 
 def numpy_step(opt, weight, grad, state, lr, wd, monkeypatch):

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from minigluon.tools.guard import pid_alive
+
 PREFIX = "mgrh"                   # namespaces are PREFIX<pid of the test run>-<name>
 LANS = ("10.77.0", "10.78.0")      # /24s; .1 is the switch's, hosts from .11 on
 DELAYER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nfq_delayer.py")
@@ -258,18 +260,10 @@ def sweep_stale(prefix=PREFIX):
     for line in ip("netns", "list").splitlines():
         name = line.split()[0] if line.strip() else ""
         match = re.fullmatch(rf"{prefix}(\d+)-.*", name)
-        if match and not _alive(int(match.group(1))):
+        if match and not pid_alive(int(match.group(1))):
             try:
                 ip("netns", "delete", name)
             except RuntimeError:
                 pass
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
