@@ -55,6 +55,30 @@ def usable_cores():
         return max(1, os.cpu_count() or 1)
 
 
+def compute_threads():
+    """Threads a layer kernel may use: OMP_NUM_THREADS when set (as MXNet's CPU operators
+    do), capped at `usable_cores()`; else every usable core.
+
+    The local launcher sets OMP_NUM_THREADS = cores // workers, so workers sharing a host
+    do not each start a thread per core and wait on one another.
+    """
+    cores = usable_cores()
+    raw = os.environ.get("OMP_NUM_THREADS", "")
+    if "," in raw:      # OpenMP's nested form "4,2": the outer level is ours
+        raw = raw.split(",", 1)[0]
+    if not raw.strip():
+        return cores
+    try:
+        wanted = int(raw)
+    except ValueError:
+        wanted = 0
+    if wanted < 1:
+        raise ConfigError(f"OMP_NUM_THREADS must be a positive integer (or OpenMP's list "
+                          f"such as '4,2'), got {os.environ['OMP_NUM_THREADS']!r}; unset it "
+                          "to use every core")
+    return min(wanted, cores)
+
+
 def kvstore_reduction_nthreads():
     """Threads that sum or compress one big array (MXNET_KVSTORE_REDUCTION_NTHREADS, default 4).
 

@@ -480,11 +480,25 @@ def test_pool_works_in_a_forked_child(c):
 
 
 def test_default_threads(monkeypatch):
+    from minigluon import config
     from minigluon_ext import _checks
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert _checks.layer_threads("f", _checks.LAYER_MIN_WORK - 1, None) == 1
-    monkeypatch.setattr(_checks, "usable_cores", lambda: 3)
+    monkeypatch.setattr(config, "usable_cores", lambda: 3)
     assert _checks.layer_threads("f", _checks.LAYER_MIN_WORK, None) == 3
     assert _checks.layer_threads("f", 1, 4) == 4
+    # OMP_NUM_THREADS (set per worker by the local launcher) lowers it, never above the cores
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert _checks.layer_threads("f", _checks.LAYER_MIN_WORK, None) == 2
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    assert _checks.layer_threads("f", _checks.LAYER_MIN_WORK, None) == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "2,1")       # OpenMP's nested form
+    assert _checks.layer_threads("f", _checks.LAYER_MIN_WORK, None) == 2
+    for bad in ("zero", "0"):
+        monkeypatch.setenv("OMP_NUM_THREADS", bad)
+        with pytest.raises(config.ConfigError, match=f"OMP_NUM_THREADS must be a positive "
+                           f"integer .*got '{bad}'; unset it"):
+            _checks.layer_threads("f", _checks.LAYER_MIN_WORK, None)
 
 
 # ---------------------------------------------------------------- the operators on both paths
