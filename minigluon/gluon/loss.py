@@ -325,3 +325,118 @@ class LogisticLoss(Loss):
             label = (label + 1.0) / 2.0
         loss = F.relu(pred) - pred * label + F.Activation(-F.abs(pred), act_type="softrelu")
         return self._mean(F, loss, sample_weight)
+
+
+class TripletLoss(Loss):
+    """Triplet margin loss: max(0, |pred - positive|^2 - |pred - negative|^2 + margin), the
+    squared distances summed over every axis but `batch_axis`.
+
+    Inputs:
+        - **pred**: anchors, (N, ...).
+        - **positive**, **negative**: same number of elements as pred each.
+        - **sample_weight**: broadcastable to (N,), or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def forward(self, pred, positive, negative, *args):
+        for name, other in (("positive", positive), ("negative", negative)):
+            if isinstance(pred, NDArray) and isinstance(other, NDArray) and \
+                    other.size != pred.size:
+                raise ShapeError(f"TripletLoss: {name} of shape {other.shape} cannot be "
+                                 f"reshaped to the anchors' shape {pred.shape}; help: give one "
+                                 f"{name} value per anchor value")
+        return HybridBlock.forward(self, pred, positive, negative, *args)
+
+    def hybrid_forward(self, F, pred, positive, negative, sample_weight=None):
+        positive = self._reshape_like_pred(F, positive, pred)
+        negative = self._reshape_like_pred(F, negative, pred)
+        gap = F.square(positive - pred) - F.square(negative - pred)
+        loss = F.relu(F.sum(gap, axis=self._batch_axis, exclude=True) + self._margin)
+        return _apply_weighting(F, loss, self._weight, sample_weight)
+
+
+class CosineEmbeddingLoss(Loss):
+    """Cosine embedding loss of two inputs and a label of 1 (similar) or -1 (dissimilar):
+    1 - cos(input1, input2) for label 1, max(0, cos(input1, input2) - margin) for label -1,
+    0 for any other label. The cosine is taken along the last axis; its denominator is
+    kept at least 1e-12 so that a zero vector gives cos 0, not NaN.
+
+    Inputs:
+        - **input1**: (N, D) (or (N, ..., D)); reshaped to input2's shape.
+        - **input2**: (N, D).
+        - **label**: (N,) (or input2's shape without its last axis).
+        - **sample_weight**: broadcastable to (N,), or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    def __init__(self, weight=None, batch_axis=0, margin=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def forward(self, input1, input2, label, *args):
+        if isinstance(input1, NDArray) and isinstance(input2, NDArray):
+            if input1.size != input2.size:
+                raise ShapeError(f"CosineEmbeddingLoss: input1 of shape {input1.shape} cannot "
+                                 f"be reshaped to input2's shape {input2.shape}; help: give "
+                                 "two embeddings of the same size per sample")
+            if isinstance(label, NDArray) and label.size * input2.shape[-1] != input2.size:
+                raise ShapeError(f"CosineEmbeddingLoss: label of shape {label.shape} does not "
+                                 f"give one label per pair of embeddings of shape "
+                                 f"{input2.shape}; help: one 1 or -1 per sample")
+        return HybridBlock.forward(self, input1, input2, label, *args)
+
+    def hybrid_forward(self, F, input1, input2, label, sample_weight=None):
+        input1 = F.reshape_like(input1, input2)
+        dot = F.sum(input1 * input2, axis=-1)
+        norms = F.norm(input1, axis=-1) * F.norm(input2, axis=-1)
+        cos = dot / F.maximum(norms, 1e-12)
+        label = F.reshape_like(label, cos)
+        loss = (label == 1) * (1 - cos) + (label == -1) * F.relu(cos - self._margin)
+        return self._mean(F, loss, sample_weight)
+
+
+class PoissonNLLLoss(Loss):
+    """Negative log-likelihood of targets under Poisson distributions, averaged over every
+    element (one number, as MXNet's PoissonNLLLoss gives).
+
+    from_logits=True (pred is the log of the rate): exp(pred) - target * pred; else (pred
+    is the rate): pred - target * log(pred + epsilon). compute_full=True adds the Stirling
+    term target * log(target) - target + 0.5 * log(2 * pi * target) where target > 1.
+
+    Inputs:
+        - **pred**: (N, ...).
+        - **target**: same number of elements as pred.
+        - **sample_weight**: broadcastable to pred's shape, or None.
+    Outputs:
+        - **loss**: shape (1,), the mean over all elements.
+    """
+
+    _label_like_pred = True
+
+    def __init__(self, weight=None, from_logits=True, batch_axis=0, compute_full=False,
+                 **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._compute_full = compute_full
+
+    def hybrid_forward(self, F, pred, target, sample_weight=None, epsilon=1e-08):
+        target = self._reshape_like_pred(F, target, pred)
+        if self._from_logits:
+            loss = F.exp(pred) - target * pred
+        else:
+            loss = pred - target * F.log(pred + epsilon)
+        if self._compute_full:
+            # log of max(target, 1): where target <= 1 the term is dropped, and 0 * log(0)
+            # must not make it NaN
+            big = target > 1
+            safe = F.maximum(target, 1)
+            stirling = safe * F.log(safe) - safe + 0.5 * F.log(2 * 3.141592653589793 * safe)
+            loss = loss + big * stirling
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return F.mean(loss)

@@ -250,3 +250,67 @@ def test_repr_and_hybrid_block():
     assert isinstance(gloss.L1Loss(), gluon.HybridBlock)
     with pytest.raises(MXNetError, match="weight must be a number"):
         gloss.L1Loss(weight="x")(nd.ones((2, 1)), nd.ones((2, 1)))
+
+
+# ---- embedding and count losses ------------------------------------------------------------
+@pytest.mark.parametrize("shape,margin", [((4, 3), 1), ((3, 2, 2), 0.5)])
+def test_triplet_loss(shape, margin):
+    anchor, pos, neg = rand(*shape, seed=1), rand(*shape, seed=2), rand(*shape, seed=3)
+    axes = tuple(range(1, len(shape)))
+    before = ((pos - anchor) ** 2 - (neg - anchor) ** 2).sum(axis=axes) + margin
+    assert (np.abs(before) > 1e-3).all()          # away from the kink, for finite differences
+    want = np.maximum(before, 0)
+    check_loss(gloss.TripletLoss(margin=margin), [anchor, pos, neg], want)
+    weight = rand(shape[0], seed=4)
+    check_loss(gloss.TripletLoss(margin=margin, weight=2), [anchor, pos, neg, weight],
+               2 * want * weight)
+
+
+def test_triplet_loss_names_a_mis_sized_input():
+    with pytest.raises(ShapeError, match=r"negative of shape \(4, 2\) cannot be reshaped to "
+                                         r"the anchors' shape \(4, 3\)"):
+        gloss.TripletLoss()(nd.ones((4, 3)), nd.ones((4, 3)), nd.ones((4, 2)))
+
+
+def cosine(a, b):
+    return (a * b).sum(-1) / np.maximum(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1),
+                                        1e-12)
+
+
+@pytest.mark.parametrize("margin", [0, 0.2])
+def test_cosine_embedding_loss(margin):
+    a, b = rand(6, 5, seed=1), rand(6, 5, seed=2)
+    label = np.array([1, -1, 1, -1, -1, 0], dtype=np.float64)     # 0: neither, loss 0
+    cos = cosine(a, b)
+    want = np.where(label == 1, 1 - cos, np.where(label == -1, np.maximum(cos - margin, 0), 0))
+    assert (np.abs(cos - margin) > 1e-3).all()
+    check_loss(gloss.CosineEmbeddingLoss(margin=margin), [a, b, nd.array(label, dtype="float64")],
+               want)
+
+
+def test_cosine_embedding_loss_of_a_zero_vector_is_finite():
+    out = gloss.CosineEmbeddingLoss()(nd.zeros((2, 3)), nd.ones((2, 3)), nd.array([1, -1]))
+    np.testing.assert_array_equal(out.asnumpy(), [1, 0])
+
+
+def test_cosine_embedding_loss_names_bad_shapes():
+    with pytest.raises(ShapeError, match=r"input1 of shape \(2, 4\) cannot be reshaped"):
+        gloss.CosineEmbeddingLoss()(nd.ones((2, 4)), nd.ones((2, 3)), nd.ones(2))
+    with pytest.raises(ShapeError, match=r"label of shape \(3,\) does not give one label per"):
+        gloss.CosineEmbeddingLoss()(nd.ones((2, 3)), nd.ones((2, 3)), nd.ones(3))
+
+
+@pytest.mark.parametrize("from_logits", [True, False])
+@pytest.mark.parametrize("compute_full", [False, True])
+def test_poisson_nll_loss(from_logits, compute_full):
+    pred = rand(4, 3, seed=1)
+    if not from_logits:
+        pred = np.abs(pred)                                # rates
+    target = np.random.default_rng(5).poisson(2.0, (4, 3)).astype(np.float64)
+    assert (target <= 1).any() and (target > 1).any()
+    elem = np.exp(pred) - target * pred if from_logits else pred - target * np.log(pred + 1e-8)
+    if compute_full:
+        t = np.maximum(target, 1)
+        elem = elem + (target > 1) * (t * np.log(t) - t + 0.5 * np.log(2 * np.pi * t))
+    loss = gloss.PoissonNLLLoss(from_logits=from_logits, compute_full=compute_full)
+    check_loss(loss, [pred, nd.array(target, dtype="float64")], [elem.mean()])
