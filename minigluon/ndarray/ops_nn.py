@@ -1,5 +1,5 @@
 """Neural-network operators that are not convolutions: FullyConnected, Dropout, Embedding,
-BatchNorm, LayerNorm and softmax_cross_entropy. (Convolution, Deconvolution and Pooling
+BatchNorm, LayerNorm, InstanceNorm, GroupNorm and softmax_cross_entropy. (Convolution, Deconvolution and Pooling
 live in ops_conv.py.)"""
 import math
 
@@ -229,6 +229,70 @@ def layer_norm(xp, data, gamma, beta, axis=-1, eps=1e-5, output_mean_var=False):
                             - xhat * (dxhat * xhat).sum(axis=ax, keepdims=True))
         return dx, (dy * xhat).sum(axis=red), dy.sum(axis=red)
     return out, backward
+
+
+def _normalize(xp, x, axes, eps):
+    """(x - mean) / sqrt(var + eps) over `axes` (kept), and its backward for a given
+    gradient of xhat: dx = inv_std / n * (n * g - sum(g) - xhat * sum(g * xhat))."""
+    mean = x.mean(axis=axes, keepdims=True)
+    inv_std = 1 / xp.sqrt(x.var(axis=axes, keepdims=True) + eps)
+    xhat = (x - mean) * inv_std
+    n = math.prod(x.shape[a] for a in axes)
+
+    def backward(dxhat):
+        return inv_std / n * (n * dxhat - dxhat.sum(axis=axes, keepdims=True)
+                              - xhat * (dxhat * xhat).sum(axis=axes, keepdims=True))
+    return xhat, backward
+
+
+def _check_channel_params(op, data, gamma, beta, axis_name="channels"):
+    if data.ndim < 3:
+        raise ShapeError(f"{op}: data must be (N, C, ...) with at least one spatial axis, got "
+                         f"shape {data.shape}")
+    want = (data.shape[1],)
+    if gamma.shape != want or beta.shape != want:
+        raise ShapeError(f"{op}: gamma and beta must have shape {want} (one per {axis_name} "
+                         f"of data {data.shape}), got {gamma.shape} and {beta.shape}")
+
+
+@register("InstanceNorm", inputs=("data", "gamma", "beta"))
+def instance_norm(xp, data, gamma, beta, eps=1e-3):
+    """Normalize each channel of each sample over its spatial axes; data (N, C, ...), then
+    scale by gamma and shift by beta, one each per channel."""
+    _check_channel_params("InstanceNorm", data, gamma, beta)
+    spatial = tuple(range(2, data.ndim))
+    xhat, norm_backward = _normalize(xp, data, spatial, eps)
+    gv, bv = _channel_view(gamma, data.ndim, 1), _channel_view(beta, data.ndim, 1)
+    red = (0,) + spatial
+
+    def backward(dy):
+        return norm_backward(dy * gv), (dy * xhat).sum(axis=red), dy.sum(axis=red)
+    return xhat * gv + bv, backward
+
+
+@register("GroupNorm", inputs=("data", "gamma", "beta"))
+def group_norm(xp, data, gamma, beta, num_groups=1, eps=1e-5, output_mean_var=False):
+    """Split the C channels of data (N, C, ...) into `num_groups` groups and normalize each
+    group of each sample over its channels and spatial axes; then scale by gamma and shift
+    by beta, one each per channel (as in the paper and in PyTorch)."""
+    _check_channel_params("GroupNorm", data, gamma, beta)
+    if output_mean_var:
+        raise ShapeError("GroupNorm: output_mean_var=True is not supported; compute the "
+                         "statistics with nd.mean and nd.var on the grouped data instead")
+    channels = data.shape[1]
+    if num_groups < 1 or channels % num_groups:
+        raise ShapeError(f"GroupNorm: num_groups={num_groups} must divide the "
+                         f"{channels} channels of data {data.shape}")
+    grouped = data.reshape((data.shape[0], num_groups, -1))
+    xhat, norm_backward = _normalize(xp, grouped, (2,), eps)
+    xhat = xhat.reshape(data.shape)
+    gv, bv = _channel_view(gamma, data.ndim, 1), _channel_view(beta, data.ndim, 1)
+    red = (0,) + tuple(range(2, data.ndim))
+
+    def backward(dy):
+        dx = norm_backward((dy * gv).reshape(grouped.shape)).reshape(data.shape)
+        return dx, (dy * xhat).sum(axis=red), dy.sum(axis=red)
+    return xhat * gv + bv, backward
 
 
 @register("softmax_cross_entropy", inputs=("data", "label"))

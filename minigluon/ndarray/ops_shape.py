@@ -1,5 +1,5 @@
 """Shape and indexing operators: reshape (with MXNet's special values), transpose,
-expand/squeeze, split/concat/stack, slicing, take/pick/one_hot, tile/repeat/broadcast,
+expand/squeeze, split/concat/stack, slicing, padding, take/pick/one_hot, tile/repeat/broadcast,
 and the `x[key]` read that NDArray.__getitem__ uses."""
 import numpy as np
 
@@ -380,6 +380,42 @@ def flip(xp, data, axis):
     """Reverse the order of elements along `axis`."""
     axes = _norm_axis("flip", axis, data.ndim)
     return xp.flip(data, axes).copy(), lambda dy: (xp.flip(dy, axes),)
+
+
+_PAD_MODES = {"constant": "constant", "edge": "edge", "reflect": "reflect"}
+
+
+@register("pad", aliases=("Pad",))
+def pad(xp, data, mode="constant", pad_width=(), constant_value=0):
+    """Pad every axis by pad_width = (before_0, after_0, before_1, after_1, ...): with
+    `constant_value`, by repeating the edge ('edge'), or by mirroring without repeating
+    the edge ('reflect')."""
+    if mode not in _PAD_MODES:
+        raise ShapeError(f"pad: mode must be one of {sorted(_PAD_MODES)}, got {mode!r}")
+    widths = tuple(int(w) for w in pad_width)
+    if len(widths) != 2 * data.ndim or min(widths, default=0) < 0:
+        raise ShapeError(f"pad: pad_width needs two non-negative sizes per axis of data "
+                         f"{data.shape} ({2 * data.ndim} in all, e.g. (0, 0, 0, 0, 1, 1, 1, 1) "
+                         f"for the spatial axes of NCHW), got {tuple(pad_width)!r}")
+    pairs = tuple(zip(widths[::2], widths[1::2]))
+    if mode == "reflect":
+        for axis, ((before, after), size) in enumerate(zip(pairs, data.shape)):
+            if max(before, after) >= size:
+                raise ShapeError(f"pad: reflect padding of {max(before, after)} on axis "
+                                 f"{axis} needs at least {max(before, after) + 1} elements "
+                                 f"there, data has shape {data.shape}")
+    if mode == "constant":
+        out = xp.pad(data, pairs, mode="constant", constant_values=constant_value)
+        inner = tuple(slice(b, b + n) for (b, _), n in zip(pairs, data.shape))
+        return out, lambda dy: (dy[inner],)
+    out = xp.pad(data, pairs, mode=mode)
+
+    def backward(dy):
+        # every output element came from one input element: sum the gradients into it
+        source = xp.pad(xp.arange(data.size).reshape(data.shape), pairs, mode=mode)
+        summed = xp.bincount(source.ravel(), weights=dy.ravel(), minlength=data.size)
+        return (summed.astype(dy.dtype).reshape(data.shape),)
+    return out, backward
 
 
 @register("diag")

@@ -628,3 +628,105 @@ def test_lenet_like_net_grads_and_hybrid():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         net.hybridize()
+
+
+# ---- InstanceNorm, GroupNorm, ReflectionPad2D ---------------------------------------------
+def normalized(x, axes, eps):
+    return (x - x.mean(axis=axes, keepdims=True)) / np.sqrt(x.var(axis=axes, keepdims=True) + eps)
+
+
+def per_channel(vec, ndim, axis=1):
+    return vec.reshape([-1 if i == axis % ndim else 1 for i in range(ndim)])
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 3, 4), 1), ((2, 3, 3, 2), 1), ((2, 2, 3, 4), -1)])
+@pytest.mark.parametrize("scale", [False, True])
+def test_instancenorm(shape, axis, scale):
+    init = mx.init.Normal(0.5)
+    net = f64(nn.InstanceNorm(axis=axis, scale=scale, epsilon=1e-3, gamma_initializer=init,
+                              beta_initializer=init))
+    x = rand(*shape)
+    fwd(net, x)                                          # deferred: in_channels from x
+    gamma, beta = params(net, "gamma", "beta")
+    assert gamma.shape == (shape[axis],)
+    assert net.gamma.grad_req == ("write" if scale else "null")
+    moved = np.swapaxes(x, 1, axis)
+    want = normalized(moved, tuple(range(2, x.ndim)), 1e-3) * per_channel(gamma, x.ndim) + \
+        per_channel(beta, x.ndim)
+    np.testing.assert_allclose(fwd(net, x), np.swapaxes(want, 1, axis), rtol=1e-10,
+                               atol=1e-12)
+    check_grads(net, x)
+    check_hybrid_equal(net, x)
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 4, 3), 2), ((2, 6, 2, 2), 3), ((1, 3, 2, 2), 1)])
+def test_groupnorm(shape, groups):
+    init = mx.init.Normal(0.5)
+    net = f64(nn.GroupNorm(num_groups=groups, gamma_initializer=init, beta_initializer=init,
+                           in_channels=shape[1]))
+    x = rand(*shape)
+    gamma, beta = params(net, "gamma", "beta")
+    grouped = x.reshape(shape[0], groups, -1)
+    want = normalized(grouped, (2,), 1e-5).reshape(shape) * per_channel(gamma, x.ndim) + \
+        per_channel(beta, x.ndim)
+    np.testing.assert_allclose(fwd(net, x), want, rtol=1e-10, atol=1e-12)
+    check_grads(net, x)
+    check_hybrid_equal(net, x)
+
+
+def test_channel_norms_name_bad_input():
+    with pytest.raises(ShapeError, match=r"num_groups=4 must divide the 6 channels"):
+        f64(nn.GroupNorm(num_groups=4))(nd.ones((2, 6, 3), dtype="float64"))
+    with pytest.raises(ShapeError, match=r"needs data of at least 3 axes .*got shape \(2, 6\)"):
+        f64(nn.InstanceNorm())(nd.ones((2, 6), dtype="float64"))
+    net = f64(nn.GroupNorm(in_channels=3))
+    with pytest.raises(ShapeError, match="in_channels"):
+        net(nd.ones((2, 4, 3), dtype="float64"))
+    assert repr(net) == ("GroupNorm(num_groups=1, eps=1e-05, center=True, scale=True, "
+                         "in_channels=3)")
+
+
+@pytest.mark.parametrize("padding", [1, (0, 0, 0, 0, 2, 1, 0, 3)])
+def test_reflection_pad2d(padding):
+    net = nn.ReflectionPad2D(padding)
+    x = rand(2, 3, 4, 5)
+    widths = (0, 0, 0, 0) + (padding,) * 4 if isinstance(padding, int) else padding
+    want = np.pad(x, list(zip(widths[::2], widths[1::2])), mode="reflect")
+    np.testing.assert_array_equal(fwd(net, x), want)
+    check_grads(net, x)
+    check_hybrid_equal(net, x)
+
+
+def test_reflection_pad2d_names_bad_input():
+    with pytest.raises(MXNetError, match=r"padding must be an int >= 0 or 8 ints"):
+        nn.ReflectionPad2D((1, 1))
+    with pytest.raises(ShapeError, match=r"reflect padding of 4 on axis 3 needs at least 5 "
+                                         r"elements there"):
+        nn.ReflectionPad2D(4)(nd.ones((1, 1, 5, 4)))
+    with pytest.raises(ShapeError, match="expects NCHW data with 4 axes"):
+        nn.ReflectionPad2D(1)(nd.ones((1, 5, 4)))
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+def test_pad_operator_against_numpy(mode):
+    x = rand(2, 3, 4, 4)
+    widths = (0, 0, 1, 0, 2, 1, 1, 2)
+    pairs = list(zip(widths[::2], widths[1::2]))
+    kwargs = {"constant_values": 0.5} if mode == "constant" else {}
+    want = np.pad(x, pairs, mode=mode, **kwargs)
+    xs = nd.array(x, dtype="float64")
+    xs.attach_grad()
+    head = np.random.default_rng(3).standard_normal(want.shape)
+    with autograd.record():
+        out = nd.pad(xs, mode=mode, pad_width=widths, constant_value=0.5)
+    out.backward(nd.array(head, dtype="float64"))
+    np.testing.assert_array_equal(out.asnumpy(), want)
+    # the gradient is the adjoint: <pad(x), head> = <x, grad> for every x, as pad is linear
+    # (for 'constant' up to the constant's own share)
+    probe = rand(2, 3, 4, 4, seed=9)
+    lhs = (np.pad(probe, pairs, mode=mode) * head).sum()
+    np.testing.assert_allclose(lhs, (probe * xs.grad.asnumpy()).sum(), rtol=1e-12)
+    with pytest.raises(ShapeError, match="pad_width needs two non-negative sizes per axis"):
+        nd.pad(xs, mode=mode, pad_width=(1, 1))
+    with pytest.raises(ShapeError, match="mode must be one of"):
+        nd.pad(xs, mode="wrap", pad_width=widths)

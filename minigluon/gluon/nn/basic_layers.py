@@ -1,5 +1,5 @@
 """Basic layers: containers (Sequential, HybridSequential), Dense, Dropout, BatchNorm,
-LayerNorm, Embedding, Flatten, and Lambda / HybridLambda wrappers around functions."""
+LayerNorm, InstanceNorm, GroupNorm, Embedding, Flatten, and Lambda / HybridLambda wrappers around functions."""
 import math
 import warnings
 
@@ -340,6 +340,113 @@ class LayerNorm(HybridBlock):
         content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
         channels = self.gamma.shape[0]
         return f"{type(self).__name__}({content}, in_channels={channels or None})"
+
+
+class _ChannelNorm(HybridBlock):
+    """A normalization with one gamma and beta per channel (axis 1 of the data)."""
+
+    _axis = 1
+
+    def __init__(self, epsilon, center, scale, beta_initializer, gamma_initializer,
+                 in_channels, **kwargs):
+        super().__init__(**kwargs)
+        self._epsilon = epsilon
+        with self.name_scope():
+            self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                         shape=(in_channels,), init=gamma_initializer,
+                                         allow_deferred_init=True)
+            self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                        shape=(in_channels,), init=beta_initializer,
+                                        allow_deferred_init=True)
+
+    def infer_shape(self, x, *args):
+        self.gamma.shape = self.beta.shape = (x.shape[self._axis],)
+
+    def forward(self, x, *args):
+        if isinstance(x, NDArray):
+            if x.ndim < 3:
+                raise ShapeError(f"{type(self).__name__} normalizes over spatial axes and "
+                                 f"needs data of at least 3 axes (N, C, ...), got shape "
+                                 f"{x.shape}")
+            _check_size(self, f"channels on axis {self._axis}", self.gamma.shape[0], x,
+                        x.shape[self._axis], "check in_channels")
+        return super().forward(x, *args)
+
+    def __repr__(self):
+        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        channels = self.gamma.shape[0]
+        return f"{type(self).__name__}({content}, in_channels={channels or None})"
+
+
+class InstanceNorm(_ChannelNorm):
+    """Instance normalization (Ulyanov et al., 2016): each channel of each sample is
+    normalized over its spatial axes, then scaled by gamma and shifted by beta.
+
+    Parameters
+    ----------
+    axis : int
+        The channel axis (1 for NCHW).
+    epsilon : float
+        Added to the variance for numerical stability.
+    center, scale : bool
+        Learn beta (shift) / gamma (scale); MXNet's default learns no scale.
+    beta_initializer, gamma_initializer : Initializer or str
+    in_channels : int
+        Number of channels; 0 infers it from the first input.
+
+    Inputs:
+        - **data**: (N, C, ...) with at least one spatial axis (C on `axis`).
+    Outputs:
+        - **out**: same shape as data.
+    """
+
+    def __init__(self, axis=1, epsilon=1e-5, center=True, scale=False,
+                 beta_initializer="zeros", gamma_initializer="ones", in_channels=0, **kwargs):
+        self._axis = axis
+        self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
+        super().__init__(epsilon, center, scale, beta_initializer, gamma_initializer,
+                         in_channels, **kwargs)
+
+    def hybrid_forward(self, F, x, gamma, beta):
+        if self._axis == 1:
+            return F.InstanceNorm(x, gamma, beta, eps=self._epsilon)
+        x = F.swapaxes(x, 1, self._axis)
+        return F.swapaxes(F.InstanceNorm(x, gamma, beta, eps=self._epsilon), 1, self._axis)
+
+
+class GroupNorm(_ChannelNorm):
+    """Group normalization (Wu and He, 2018): the channels are split into `num_groups`
+    groups, each group of each sample is normalized over its channels and spatial axes,
+    then every channel is scaled by its gamma and shifted by its beta.
+
+    Parameters
+    ----------
+    num_groups : int
+        Number of channel groups; must divide the channel count.
+    epsilon : float
+        Added to the variance for numerical stability.
+    center, scale : bool
+        Learn beta (shift) / gamma (scale).
+    beta_initializer, gamma_initializer : Initializer or str
+    in_channels : int
+        Number of channels; 0 infers it from the first input.
+
+    Inputs:
+        - **data**: (N, C, ...) with at least one spatial axis.
+    Outputs:
+        - **out**: same shape as data.
+    """
+
+    def __init__(self, num_groups=1, epsilon=1e-5, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", in_channels=0, **kwargs):
+        self._num_groups = num_groups
+        self._kwargs = {"num_groups": num_groups, "eps": epsilon, "center": center,
+                        "scale": scale}
+        super().__init__(epsilon, center, scale, beta_initializer, gamma_initializer,
+                         in_channels, **kwargs)
+
+    def hybrid_forward(self, F, x, gamma, beta):
+        return F.GroupNorm(x, gamma, beta, num_groups=self._num_groups, eps=self._epsilon)
 
 
 # ---- Embedding ----------------------------------------------------------------------------

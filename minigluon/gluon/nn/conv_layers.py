@@ -1,4 +1,5 @@
-"""Convolution, transposed convolution and pooling layers for 1-D, 2-D and 3-D data.
+"""Convolution, transposed convolution and pooling layers for 1-D, 2-D and 3-D data, and
+ReflectionPad2D.
 
 Only channel-first layouts (NCW, NCHW, NCDHW) are supported, as by the operators.
 """
@@ -372,3 +373,42 @@ for _n, _max, _avg in ((1, MaxPool1D, AvgPool1D), (2, MaxPool2D, AvgPool2D),
 for _n, _max, _avg in ((1, GlobalMaxPool1D, GlobalAvgPool1D), (2, GlobalMaxPool2D,
                        GlobalAvgPool2D), (3, GlobalMaxPool3D, GlobalAvgPool3D)):
     _max.__doc__, _avg.__doc__ = _pool_doc(_n, "max", True), _pool_doc(_n, "average", True)
+
+
+class ReflectionPad2D(HybridBlock):
+    """Pads the two spatial axes of NCHW data by mirroring them at the border (the edge
+    itself is not repeated).
+
+    Parameters
+    ----------
+    padding : int or tuple of 8 ints
+        An int pads each side of H and W by that much; a tuple is the operator's pad_width
+        (before and after for each of N, C, H, W; those of N and C must be 0).
+
+    Inputs:
+        - **data**: (N, C, H, W), H and W larger than their padding.
+    Outputs:
+        - **out**: (N, C, H + top + bottom, W + left + right).
+    """
+
+    def __init__(self, padding=0, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(padding, numeric_types()):
+            padding = (0, 0, 0, 0) + (int(padding),) * 4
+        padding = tuple(padding)
+        if len(padding) != 8 or any(padding[:4]) or min(padding) < 0:
+            raise MXNetError(f"ReflectionPad2D: padding must be an int >= 0 or 8 ints "
+                             f"(0, 0, 0, 0, top, bottom, left, right), got {padding!r}")
+        self._padding = padding
+
+    def forward(self, x, *args):
+        if isinstance(x, NDArray) and x.ndim != 4:
+            raise ShapeError(f"ReflectionPad2D expects NCHW data with 4 axes, got shape "
+                             f"{x.shape}")
+        return super().forward(x, *args)
+
+    def hybrid_forward(self, F, x):
+        return F.pad(x, mode="reflect", pad_width=self._padding)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(padding={self._padding[4:]})"
