@@ -5,3 +5,4 @@ from .trainer import Trainer  # noqa: F401
 from . import utils  # noqa: F401
 from . import nn, loss  # noqa: F401
 from . import data  # noqa: F401
+from . import contrib  # noqa: F401
