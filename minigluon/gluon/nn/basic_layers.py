@@ -290,7 +290,38 @@ class BatchNorm(HybridBlock):
         return f"{type(self).__name__}({content}, in_channels={channels or None})"
 
 
-class LayerNorm(HybridBlock):
+class _AffineNorm(HybridBlock):
+    """A normalization followed by a learned scale (gamma) and shift (beta), one each per
+    position of `self._axis` (set by the subclass before this __init__)."""
+
+    def __init__(self, epsilon, center, scale, beta_initializer, gamma_initializer,
+                 in_channels, **kwargs):
+        super().__init__(**kwargs)
+        self._epsilon = epsilon
+        with self.name_scope():
+            self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                         shape=(in_channels,), init=gamma_initializer,
+                                         allow_deferred_init=True)
+            self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                        shape=(in_channels,), init=beta_initializer,
+                                        allow_deferred_init=True)
+
+    def infer_shape(self, x, *args):
+        self.gamma.shape = self.beta.shape = (x.shape[self._axis],)
+
+    def forward(self, x, *args):
+        if isinstance(x, NDArray):
+            _check_size(self, f"channels on axis {self._axis}", self.gamma.shape[0], x,
+                        x.shape[self._axis], "check in_channels and axis")
+        return super().forward(x, *args)
+
+    def __repr__(self):
+        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        channels = self.gamma.shape[0]
+        return f"{type(self).__name__}({content}, in_channels={channels or None})"
+
+
+class LayerNorm(_AffineNorm):
     """Layer normalization (Ba et al., 2016): normalize each sample over `axis`.
 
     Parameters
@@ -313,69 +344,25 @@ class LayerNorm(HybridBlock):
 
     def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", in_channels=0, **kwargs):
-        super().__init__(**kwargs)
+        self._axis = axis
         self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
-        self._axis, self._epsilon = axis, epsilon
-        with self.name_scope():
-            self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                         shape=(in_channels,), init=gamma_initializer,
-                                         allow_deferred_init=True)
-            self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                        shape=(in_channels,), init=beta_initializer,
-                                        allow_deferred_init=True)
-
-    def infer_shape(self, x, *args):
-        self.gamma.shape = self.beta.shape = (x.shape[self._axis],)
-
-    def forward(self, x, *args):
-        if isinstance(x, NDArray):
-            _check_size(self, f"channels on axis {self._axis}", self.gamma.shape[0], x,
-                        x.shape[self._axis], "check in_channels and axis")
-        return super().forward(x, *args)
+        super().__init__(epsilon, center, scale, beta_initializer, gamma_initializer,
+                         in_channels, **kwargs)
 
     def hybrid_forward(self, F, data, gamma, beta):
         return F.LayerNorm(data, gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon)
 
-    def __repr__(self):
-        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
-        channels = self.gamma.shape[0]
-        return f"{type(self).__name__}({content}, in_channels={channels or None})"
 
-
-class _ChannelNorm(HybridBlock):
-    """A normalization with one gamma and beta per channel (axis 1 of the data)."""
+class _ChannelNorm(_AffineNorm):
+    """A normalization over spatial axes, with one gamma and beta per channel."""
 
     _axis = 1
 
-    def __init__(self, epsilon, center, scale, beta_initializer, gamma_initializer,
-                 in_channels, **kwargs):
-        super().__init__(**kwargs)
-        self._epsilon = epsilon
-        with self.name_scope():
-            self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                         shape=(in_channels,), init=gamma_initializer,
-                                         allow_deferred_init=True)
-            self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                        shape=(in_channels,), init=beta_initializer,
-                                        allow_deferred_init=True)
-
-    def infer_shape(self, x, *args):
-        self.gamma.shape = self.beta.shape = (x.shape[self._axis],)
-
     def forward(self, x, *args):
-        if isinstance(x, NDArray):
-            if x.ndim < 3:
-                raise ShapeError(f"{type(self).__name__} normalizes over spatial axes and "
-                                 f"needs data of at least 3 axes (N, C, ...), got shape "
-                                 f"{x.shape}")
-            _check_size(self, f"channels on axis {self._axis}", self.gamma.shape[0], x,
-                        x.shape[self._axis], "check in_channels")
+        if isinstance(x, NDArray) and x.ndim < 3:
+            raise ShapeError(f"{type(self).__name__} normalizes over spatial axes and needs "
+                             f"data of at least 3 axes (N, C, ...), got shape {x.shape}")
         return super().forward(x, *args)
-
-    def __repr__(self):
-        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
-        channels = self.gamma.shape[0]
-        return f"{type(self).__name__}({content}, in_channels={channels or None})"
 
 
 class InstanceNorm(_ChannelNorm):
