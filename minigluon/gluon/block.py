@@ -6,7 +6,6 @@ A HybridBlock writes its computation once, in `hybrid_forward(F, x, ...)`, where
 a graph (symbol.CachedGraph) and replays the graph on later calls.
 """
 from collections import OrderedDict
-import re
 import threading
 
 import numpy as np
@@ -316,11 +315,13 @@ class HybridBlock(Block):
         super().__init__(prefix, params)
         self._active = False
         self._cached = {}
+        self._needs_shape_key = None
 
     def hybridize(self, active=True, **kwargs):
         """Trace on the next call and replay the graph afterwards (active=False undoes it)."""
         self._active = active
         self._cached = {}
+        self._needs_shape_key = None
         super().hybridize(active, **kwargs)
 
     def cast(self, dtype):
@@ -366,27 +367,44 @@ class HybridBlock(Block):
         params = {name: p.data(ctx) for name, p in self._reg_params.items()}
         return self.hybrid_forward(nd, x, *args, **params)
 
+    # a block whose traced graph depends on its inputs' shapes (a recurrent layer unrolls
+    # over the sequence length) sets this; hybridized blocks holding one trace per shape
+    _shape_dependent = False
+
+    def _cache_key(self, x, flat_args):
+        """What besides the inputs' nesting decides the traced graph: the input shapes when
+        this block or one inside it is shape dependent."""
+        if self._needs_shape_key is None:
+            self._needs_shape_key = _any_block(self, lambda b: b._shape_dependent)
+        if not self._needs_shape_key:
+            return ()
+        return tuple(a.shape for a in [x] + flat_args if isinstance(a, NDArray))
+
     def _call_cached(self, x, *args):
-        key = tuple(a is None for a in args)
+        # extra inputs may be nested lists (a recurrent cell's states) and None (absent)
+        flat_args, in_structure = _flatten(list(args))
+        key = (_frozen(in_structure), tuple(a is None for a in flat_args),
+               self._cache_key(x, flat_args))
         entry = self._cached.get(key)
         if entry is None:
             out = self._call_imperative(x, *args)   # also finishes deferred initialization
-            self._cached[key] = self._trace(x, *args)
+            self._cached[key] = self._trace(x, flat_args, in_structure)
             return out
         graph, params, structure = entry
         ctx = x.context
-        inputs = [x] + [a for a in args if a is not None] + [p.data(ctx) for p in params]
+        inputs = [x] + [a for a in flat_args if a is not None] + [p.data(ctx) for p in params]
         return _regroup(graph(inputs), structure)
 
-    def _trace(self, x, *args):
+    def _trace(self, x, flat_args, in_structure):
         """Trace hybrid_forward with Symbols into a CachedGraph."""
-        names = ["data"] if not args else [f"data{i}" for i in range(1 + len(args))]
+        names = ["data"] if not flat_args else [f"data{i}" for i in range(1 + len(flat_args))]
         data_syms = [_symbol_like(x, sym.var(n)) for n in names]
-        sym_args = [None if a is None else data_syms[i + 1] for i, a in enumerate(args)]
+        sym_args = _regroup([None if a is None else data_syms[i + 1]
+                             for i, a in enumerate(flat_args)], in_structure)
         out = self.forward(data_syms[0], *sym_args)
         flat, structure = _flatten(out)
         graph_sym = sym.Group(flat)
-        used = [n for i, n in enumerate(names) if i == 0 or args[i - 1] is not None]
+        used = [n for i, n in enumerate(names) if i == 0 or flat_args[i - 1] is not None]
         by_name = {p.name: p for p in self.collect_params().values()}
         params = []
         for arg in graph_sym.list_arguments():
@@ -440,6 +458,19 @@ def _flatten(out):
     if isinstance(out, Symbol) and len(out) > 1:
         return list(out), (list, [None] * len(out))
     return [out], None
+
+
+def _any_block(block, test):
+    """True if `test` holds for `block` or any block below it."""
+    return test(block) or any(_any_block(child, test) for child in block._children.values())
+
+
+def _frozen(structure):
+    """A hashable copy of a `_flatten` structure (its lists become tuples)."""
+    if structure is None:
+        return None
+    kind, parts = structure
+    return kind, tuple(_frozen(p) for p in parts)
 
 
 def _regroup(outputs, structure):

@@ -168,3 +168,43 @@ def test_summary_and_hooks(capsys):
     handle.detach()
     net(nd.ones((2, 5)))
     assert seen == [(2, 6)]
+
+
+def test_hybridized_block_takes_nested_lists_of_inputs():
+    class Mix(gluon.HybridBlock):
+        def hybrid_forward(self, F, x, pair, last=None):
+            out = x * pair[0] + pair[1]
+            return out if last is None else (out, [out - last])
+
+    block = Mix()
+    x, a, b, c = (mx.nd.array(np.full((2, 3), v)) for v in (1.0, 2.0, 3.0, 4.0))
+    plain = block(x, [a, b]).asnumpy(), block(x, [a, b], c)
+    block.hybridize()
+    for _ in range(2):                                     # trace, then replay
+        np.testing.assert_array_equal(block(x, [a, b]).asnumpy(), plain[0])
+        out, rest = block(x, [a, b], c)
+        np.testing.assert_array_equal(out.asnumpy(), plain[1][0].asnumpy())
+        np.testing.assert_array_equal(rest[0].asnumpy(), plain[1][1][0].asnumpy())
+    assert len(block._cached) == 2                         # one graph per input structure
+
+
+def test_a_hybridized_net_holding_a_recurrent_layer_retraces_per_sequence_length():
+    class Net(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.lstm = gluon.rnn.LSTM(4)
+                self.dense = gluon.nn.Dense(2, flatten=False)
+
+        def hybrid_forward(self, F, x):
+            return self.dense(self.lstm(x))
+
+    net = Net()
+    net.initialize()
+    inputs = [mx.nd.array(np.random.default_rng(t).standard_normal((t, 2, 3))) for t in (3, 5)]
+    plain = [net(x).asnumpy() for x in inputs]
+    net.hybridize()
+    for _ in range(2):
+        for x, want in zip(inputs, plain):
+            np.testing.assert_array_equal(net(x).asnumpy(), want)
+    assert len(net._cached) == 2

@@ -1,0 +1,5 @@
+"""`mx.gluon.rnn`: recurrent cells (RNNCell, LSTMCell, GRUCell, stacks) and layers (RNN,
+LSTM, GRU)."""
+from .rnn_cell import (GRUCell, HybridRecurrentCell, HybridSequentialRNNCell,  # noqa: F401
+                       LSTMCell, RecurrentCell, RNNCell, SequentialRNNCell)
+from .rnn_layer import GRU, LSTM, RNN  # noqa: F401

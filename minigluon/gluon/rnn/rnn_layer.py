@@ -1,0 +1,210 @@
+"""Recurrent layers over whole sequences: RNN, LSTM and GRU with num_layers, bidirectional
+and dropout between layers, as MXNet's gluon.rnn layers.
+
+The layer unrolls the same step functions as the cells (rnn_cell.py) over the time axis,
+so gradients come from autograd and a hybridized layer traces one graph per sequence
+length. Parameters are named as MXNet's: l0_i2h_weight, l0_h2h_weight, l0_i2h_bias,
+l0_h2h_bias for layer 0 left to right, r0_... for its right-to-left direction.
+"""
+from ... import autograd
+from ... import ndarray as nd
+from ...base import MXNetError, ShapeError
+from ...ndarray.ndarray import NDArray
+from ..block import HybridBlock
+from .rnn_cell import gru_step, lstm_step, rnn_step, unstack
+
+__all__ = ["RNN", "LSTM", "GRU"]
+
+
+class _RNNLayer(HybridBlock):
+    _shape_dependent = True      # unrolled over the sequence length: one trace per length
+    _gates = 1
+    _num_states = 1
+
+    def __init__(self, hidden_size, num_layers, layout, dropout, bidirectional, input_size,
+                 i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
+                 h2h_bias_initializer, dtype="float32", **kwargs):
+        super().__init__(**kwargs)
+        if layout not in ("TNC", "NTC"):
+            raise MXNetError(f"{type(self).__name__}: layout must be 'TNC' or 'NTC', got "
+                             f"{layout!r}")
+        if not isinstance(hidden_size, int) or hidden_size < 1 or \
+                not isinstance(num_layers, int) or num_layers < 1:
+            raise MXNetError(f"{type(self).__name__}: hidden_size and num_layers must be "
+                             f"positive ints, got {hidden_size!r} and {num_layers!r}")
+        if not 0 <= dropout < 1:
+            raise MXNetError(f"{type(self).__name__}: dropout must be in [0, 1), got {dropout}")
+        self._hidden_size, self._num_layers, self._layout = hidden_size, num_layers, layout
+        self._dropout, self._dirs, self._input_size = dropout, 2 if bidirectional else 1, \
+            input_size
+        rows = self._gates * hidden_size
+        self._directions = [(d, layer) for layer in range(num_layers)
+                            for d in ("l", "r")[:self._dirs]]
+        with self.name_scope():
+            for d, layer in self._directions:
+                width = input_size if layer == 0 else hidden_size * self._dirs
+                for name, shape, init in (
+                        ("i2h_weight", (rows, width), i2h_weight_initializer),
+                        ("h2h_weight", (rows, hidden_size), h2h_weight_initializer),
+                        ("i2h_bias", (rows,), i2h_bias_initializer),
+                        ("h2h_bias", (rows,), h2h_bias_initializer)):
+                    key = f"{d}{layer}_{name}"
+                    setattr(self, key, self.params.get(key, shape=shape, init=init,
+                                                       dtype=dtype, allow_deferred_init=True))
+
+    def state_info(self, batch_size=0):
+        shape = (self._num_layers * self._dirs, batch_size, self._hidden_size)
+        return [{"shape": shape, "__layout__": "LNC"} for _ in range(self._num_states)]
+
+    def begin_state(self, batch_size=0, func=nd.zeros, **kwargs):
+        """Initial states: `func(shape=(num_layers * dirs, N, H), **kwargs)` for each."""
+        return [func(shape=info["shape"], **kwargs) for info in self.state_info(batch_size)]
+
+    def infer_shape(self, x, *args):
+        rows = self._gates * self._hidden_size
+        for d in ("l", "r")[:self._dirs]:
+            getattr(self, f"{d}0_i2h_weight").shape = (rows, x.shape[-1])
+
+    def forward(self, inputs, states=None):
+        if isinstance(inputs, NDArray):
+            if inputs.ndim != 3:
+                raise ShapeError(f"{type(self).__name__} takes inputs of 3 axes ({self._layout})"
+                                 f", got shape {inputs.shape}")
+            self._steps = inputs.shape[self._layout.find("T")]
+        if isinstance(states, NDArray):
+            states = [states]
+        if states is not None and isinstance(inputs, NDArray):
+            self._check_states(inputs, states)
+        out, new_states = HybridBlock.forward(self, inputs, states)
+        return out if states is None else (out, new_states)
+
+    def _check_states(self, inputs, states):
+        want = [i["shape"] for i in self.state_info(inputs.shape[self._layout.find("N")])]
+        got = [tuple(s.shape) for s in states]
+        if got != want:
+            raise ShapeError(f"{type(self).__name__}: states of shapes {got} do not fit; "
+                             f"expected {want} (num_layers * directions, batch, hidden); use "
+                             "layer.begin_state(batch_size)")
+
+    def hybrid_forward(self, F, inputs, states, **params):
+        steps = unstack(F, inputs, self._steps, self._layout.find("T"))
+        if states is None:
+            # zeros (N, H) built from the input, so a traced graph fits any batch size
+            zero = F.broadcast_axis(F.zeros_like(F.slice_axis(steps[0], axis=1, begin=0,
+                                                              end=1)),
+                                    axis=1, size=self._hidden_size)
+            per_state = [[zero] * len(self._directions) for _ in range(self._num_states)]
+        else:
+            per_state = [unstack(F, s, len(self._directions), 0) for s in states]
+        new_states = [[] for _ in per_state]
+        for layer in range(self._num_layers):
+            outputs = []
+            for d in ("l", "r")[:self._dirs]:
+                k = self._directions.index((d, layer))
+                state = [s[k] for s in per_state]
+                seq = steps if d == "l" else steps[::-1]
+                outs, state = self._run(F, seq, state, params, f"{d}{layer}_")
+                outputs.append(outs if d == "l" else outs[::-1])
+                for kept, s in zip(new_states, state):
+                    kept.append(s)
+            steps = outputs[0] if self._dirs == 1 else \
+                [F.concat(a, b, dim=1) for a, b in zip(*outputs)]
+            if self._dropout and layer < self._num_layers - 1 and autograd.is_training():
+                steps = [F.Dropout(s, p=self._dropout) for s in steps]
+        out = F.stack(*steps, axis=self._layout.find("T"))
+        return out, [F.stack(*kept, axis=0) for kept in new_states]
+
+    def _run(self, F, seq, state, params, prefix):
+        w = {name: params[prefix + name] for name in
+             ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias")}
+        rows = self._gates * self._hidden_size
+        # one matmul for the input projections of every step, then the recurrence
+        stacked = F.stack(*seq, axis=0)
+        i2h_all = F.FullyConnected(stacked, w["i2h_weight"], w["i2h_bias"], num_hidden=rows,
+                                   flatten=False)
+        i2h_steps = unstack(F, i2h_all, len(seq), 0)
+        outs = []
+        for i2h in i2h_steps:
+            h2h = F.FullyConnected(state[0], w["h2h_weight"], w["h2h_bias"], num_hidden=rows)
+            state = self._step(F, i2h, h2h, state)
+            outs.append(state[0])
+        return outs, state
+
+    def __repr__(self):
+        shape = getattr(self, "l0_i2h_weight").shape
+        extra = f", num_layers={self._num_layers}" if self._num_layers > 1 else ""
+        extra += ", bidirectional" if self._dirs == 2 else ""
+        return (f"{type(self).__name__}({shape[1] or None} -> {self._hidden_size}, "
+                f"{self._layout}{extra})")
+
+
+_INIT_DOC = """
+    Parameters
+    ----------
+    hidden_size : int
+    num_layers : int
+        Layers stacked; each takes the previous one's outputs.
+    layout : 'TNC' (default) or 'NTC'
+    dropout : float
+        Dropout on the outputs of every layer but the last, in training.
+    bidirectional : bool
+        Also run each layer right to left and concatenate the two outputs (2 * hidden_size).
+    input_size : int
+        Features per step; 0 infers it from the first input.
+    i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
+    h2h_bias_initializer : Initializer or str
+
+    Call: `layer(inputs)` gives outputs (T, N, dirs * H) for 'TNC'; `layer(inputs, states)`
+    gives (outputs, new_states), states as from `layer.begin_state(batch_size)`.
+"""
+
+
+class RNN(_RNNLayer):
+    __doc__ = "Elman RNN layer: h' = activation(W_i x + b_i + W_h h + b_h).\n" + _INIT_DOC
+
+    def __init__(self, hidden_size, num_layers=1, activation="relu", layout="TNC",
+                 dropout=0, bidirectional=False, i2h_weight_initializer=None,
+                 h2h_weight_initializer=None, i2h_bias_initializer="zeros",
+                 h2h_bias_initializer="zeros", input_size=0, dtype="float32", **kwargs):
+        if activation not in ("relu", "tanh"):
+            raise MXNetError(f"RNN: activation must be 'relu' or 'tanh', got {activation!r}")
+        self._activation = activation
+        super().__init__(hidden_size, num_layers, layout, dropout, bidirectional, input_size,
+                         i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
+                         h2h_bias_initializer, dtype, **kwargs)
+
+    def _step(self, F, i2h, h2h, state):
+        return [rnn_step(F, i2h, h2h, self._activation)]
+
+
+class LSTM(_RNNLayer):
+    __doc__ = "LSTM layer; states [h, c].\n" + _INIT_DOC
+    _gates = 4
+    _num_states = 2
+
+    def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0,
+                 bidirectional=False, input_size=0, i2h_weight_initializer=None,
+                 h2h_weight_initializer=None, i2h_bias_initializer="zeros",
+                 h2h_bias_initializer="zeros", dtype="float32", **kwargs):
+        super().__init__(hidden_size, num_layers, layout, dropout, bidirectional, input_size,
+                         i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
+                         h2h_bias_initializer, dtype, **kwargs)
+
+    def _step(self, F, i2h, h2h, state):
+        return list(lstm_step(F, i2h, h2h, state[1], self._hidden_size))
+
+
+class GRU(_RNNLayer):
+    __doc__ = "GRU layer; states [h].\n" + _INIT_DOC
+    _gates = 3
+
+    def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0,
+                 bidirectional=False, input_size=0, i2h_weight_initializer=None,
+                 h2h_weight_initializer=None, i2h_bias_initializer="zeros",
+                 h2h_bias_initializer="zeros", dtype="float32", **kwargs):
+        super().__init__(hidden_size, num_layers, layout, dropout, bidirectional, input_size,
+                         i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
+                         h2h_bias_initializer, dtype, **kwargs)
+
+    def _step(self, F, i2h, h2h, state):
+        return [gru_step(F, i2h, h2h, state[0], self._hidden_size)]
