@@ -6,9 +6,9 @@ workers: the script MXNet's distributed-training FAQ launches.
         --model vgg11 --epochs 1 --kvstore dist_sync
 
 Models are `gluon.model_zoo.vision.get_model` names (lenet, mlp, cifar_resnet18,
-resnet18_v1, resnet34_v1, resnet50_v1, resnet18_v2, vgg11, vgg11_bn, vgg13, vgg16). Images
-smaller than a model needs (VGG's five poolings want 32x32) are resized, and the script
-says so. --save-params PATH writes, after each epoch, the parameters (PATH), the trainer
+resnet18_v1 ... resnet152_v2, vgg11 ... vgg19_bn, alexnet, densenet121, inceptionv3,
+mobilenet1.0, mobilenetv2_0.5, squeezenet1.1, ...). Images smaller than a model needs
+(VGG's five poolings want 32x32, Inception v3 75x75) are resized, and the script says so. --save-params PATH writes, after each epoch, the parameters (PATH), the trainer
 states (PATH.states) and the epoch (PATH.json), from worker 0; --resume PATH loads them on
 every worker and trains on up to --epochs. Without the data files it trains on generated
 data and says so.
@@ -27,7 +27,8 @@ from minigluon.gluon.model_zoo import vision
 import _common
 
 SIDE = {"mnist": 28, "cifar10": 32}            # the data sets' image size
-MIN_SIDE = {"vgg": 32}                         # model-name prefix -> smallest input side
+# model-name prefix -> smallest input side (measured: the largest side each fails at + 1)
+MIN_SIDE = {"vgg": 32, "alexnet": 63, "densenet": 32, "squeezenet1.0": 32, "inceptionv3": 75}
 
 
 def parse_args():

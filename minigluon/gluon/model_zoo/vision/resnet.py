@@ -74,6 +74,33 @@ class BasicBlockV2(HybridBlock):
         return x + residual
 
 
+class BottleneckV2(HybridBlock):
+    """Pre-activation bottleneck: BN-ReLU before each of the 1x1 reduce, 3x3 (stride) and
+    1x1 expand convolutions, plus the (projected) input."""
+
+    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
+        super().__init__(**kwargs)
+        mid = channels // 4
+        self.bn1 = nn.BatchNorm()
+        self.conv1 = nn.Conv2D(mid, kernel_size=1, strides=1, use_bias=False)
+        self.bn2 = nn.BatchNorm()
+        self.conv2 = _conv3x3(mid, stride, mid)
+        self.bn3 = nn.BatchNorm()
+        self.conv3 = nn.Conv2D(channels, kernel_size=1, strides=1, use_bias=False)
+        self.downsample = nn.Conv2D(channels, 1, stride, use_bias=False,
+                                    in_channels=in_channels) if downsample else None
+
+    def hybrid_forward(self, F, x):
+        residual = x
+        x = F.relu(self.bn1(x))
+        if self.downsample is not None:
+            residual = self.downsample(x)
+        x = self.conv1(x)
+        x = self.conv2(F.relu(self.bn2(x)))
+        x = self.conv3(F.relu(self.bn3(x)))
+        return x + residual
+
+
 class _ResNet(HybridBlock):
     def _stem(self, channels, thumbnail):
         if thumbnail:
@@ -138,42 +165,34 @@ class ResNetV2(_ResNet):
 
 _SPEC = {18: ("basic", [2, 2, 2, 2], [64, 64, 128, 256, 512]),
          34: ("basic", [3, 4, 6, 3], [64, 64, 128, 256, 512]),
-         50: ("bottleneck", [3, 4, 6, 3], [64, 256, 512, 1024, 2048])}
+         50: ("bottleneck", [3, 4, 6, 3], [64, 256, 512, 1024, 2048]),
+         101: ("bottleneck", [3, 4, 23, 3], [64, 256, 512, 1024, 2048]),
+         152: ("bottleneck", [3, 8, 36, 3], [64, 256, 512, 1024, 2048])}
 
 
 def get_resnet(version, num_layers, pretrained=False, ctx=None, root="~/.minigluon/models",
                **kwargs):
-    """ResNet `version` (1 or 2) with `num_layers` (18, 34 or 50)."""
+    """ResNet `version` (1 or 2) with `num_layers` (18, 34, 50, 101 or 152)."""
     if num_layers not in _SPEC or version not in (1, 2):
         raise ValueError(f"get_resnet: supported are version 1 or 2 and num_layers "
                          f"{sorted(_SPEC)}, got version={version}, num_layers={num_layers}")
     kind, layers, channels = _SPEC[num_layers]
-    if version == 2 and kind != "basic":
-        raise ValueError(f"get_resnet: version 2 is provided for 18 layers, not {num_layers}")
     block = {"basic": BasicBlockV1 if version == 1 else BasicBlockV2,
-             "bottleneck": BottleneckV1}[kind]
+             "bottleneck": BottleneckV1 if version == 1 else BottleneckV2}[kind]
     net = (ResNetV1 if version == 1 else ResNetV2)(block, layers, channels, **kwargs)
     name = f"resnet{num_layers}_v{version}"
     return load_pretrained(net, name, root, ctx) if pretrained else net
 
 
-def resnet18_v1(**kwargs):
-    """ResNet-18 v1."""
-    return get_resnet(1, 18, **kwargs)
+def _factory(version, num_layers):
+    def build(**kwargs):
+        return get_resnet(version, num_layers, **kwargs)
+    build.__name__ = f"resnet{num_layers}_v{version}"
+    build.__doc__ = f"ResNet-{num_layers} v{version}."
+    return build
 
 
-def resnet34_v1(**kwargs):
-    """ResNet-34 v1."""
-    return get_resnet(1, 34, **kwargs)
-
-
-def resnet50_v1(**kwargs):
-    """ResNet-50 v1 (bottleneck blocks)."""
-    return get_resnet(1, 50, **kwargs)
-
-
-def resnet18_v2(**kwargs):
-    """ResNet-18 v2 (pre-activation)."""
-    return get_resnet(2, 18, **kwargs)
-
-
+resnet18_v1, resnet34_v1, resnet50_v1, resnet101_v1, resnet152_v1 = (
+    _factory(1, n) for n in (18, 34, 50, 101, 152))
+resnet18_v2, resnet34_v2, resnet50_v2, resnet101_v2, resnet152_v2 = (
+    _factory(2, n) for n in (18, 34, 50, 101, 152))

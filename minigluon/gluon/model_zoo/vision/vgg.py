@@ -6,7 +6,8 @@ from .pretrained import load_pretrained
 
 _SPEC = {11: ([1, 1, 2, 2, 2], [64, 128, 256, 512, 512]),
          13: ([2, 2, 2, 2, 2], [64, 128, 256, 512, 512]),
-         16: ([2, 2, 3, 3, 3], [64, 128, 256, 512, 512])}
+         16: ([2, 2, 3, 3, 3], [64, 128, 256, 512, 512]),
+         19: ([2, 2, 4, 4, 4], [64, 128, 256, 512, 512])}
 
 
 class VGG(HybridBlock):
@@ -38,7 +39,7 @@ class VGG(HybridBlock):
 
 
 def get_vgg(num_layers, pretrained=False, ctx=None, root="~/.minigluon/models", **kwargs):
-    """VGG with 11, 13 or 16 layers; batch_norm=True adds BatchNorm after each conv."""
+    """VGG with 11, 13, 16 or 19 layers; batch_norm=True adds BatchNorm after each conv."""
     if num_layers not in _SPEC:
         raise ValueError(f"get_vgg: num_layers must be one of {sorted(_SPEC)}, got {num_layers}")
     layers, filters = _SPEC[num_layers]
@@ -47,22 +48,15 @@ def get_vgg(num_layers, pretrained=False, ctx=None, root="~/.minigluon/models", 
     return load_pretrained(net, name, root, ctx) if pretrained else net
 
 
-def vgg11(**kwargs):
-    """VGG-11."""
-    return get_vgg(11, **kwargs)
+def _factory(num_layers, batch_norm):
+    def build(**kwargs):
+        if batch_norm:
+            kwargs["batch_norm"] = True
+        return get_vgg(num_layers, **kwargs)
+    build.__name__ = f"vgg{num_layers}{'_bn' if batch_norm else ''}"
+    build.__doc__ = f"VGG-{num_layers}{' with BatchNorm' if batch_norm else ''}."
+    return build
 
 
-def vgg11_bn(**kwargs):
-    """VGG-11 with BatchNorm."""
-    kwargs["batch_norm"] = True
-    return get_vgg(11, **kwargs)
-
-
-def vgg13(**kwargs):
-    """VGG-13."""
-    return get_vgg(13, **kwargs)
-
-
-def vgg16(**kwargs):
-    """VGG-16."""
-    return get_vgg(16, **kwargs)
+vgg11, vgg13, vgg16, vgg19 = (_factory(n, False) for n in (11, 13, 16, 19))
+vgg11_bn, vgg13_bn, vgg16_bn, vgg19_bn = (_factory(n, True) for n in (11, 13, 16, 19))
