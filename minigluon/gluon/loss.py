@@ -440,3 +440,49 @@ class PoissonNLLLoss(Loss):
             loss = loss + big * stirling
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return F.mean(loss)
+
+
+class CTCLoss(Loss):
+    """Connectionist temporal classification loss: -log p(label | pred), summed over every
+    alignment of the label to the prediction's time steps. The blank is the last class;
+    labels use classes 0 .. C-2 and are padded with -1 (or cut by label_lengths).
+
+    Parameters
+    ----------
+    layout : 'NTC' (default) or 'TNC'
+        Layout of pred.
+    label_layout : 'NT' (default) or 'TN'
+        Layout of label.
+    weight : float or None
+
+    Inputs:
+        - **pred**: unnormalized scores (N, T, C) for 'NTC'.
+        - **label**: (N, L) for 'NT', class indices padded with -1.
+        - **pred_lengths**: (N,) valid time steps per sample, or None for all T.
+        - **label_lengths**: (N,) label lengths, or None to stop at the first -1.
+        - **sample_weight**: broadcastable to (N,), or None.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
+        if layout not in ("NTC", "TNC") or label_layout not in ("NT", "TN"):
+            raise MXNetError(f"CTCLoss: layout must be 'NTC' or 'TNC' and label_layout 'NT' or "
+                             f"'TN', got {layout!r} and {label_layout!r}")
+        super().__init__(weight, label_layout.find("N"), **kwargs)
+        self._layout = layout
+
+    def forward(self, pred, label, pred_lengths=None, label_lengths=None, sample_weight=None):
+        return HybridBlock.forward(self, pred, label, pred_lengths, label_lengths,
+                                   sample_weight)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None,
+                       sample_weight=None):
+        if self._layout == "NTC":
+            pred = F.swapaxes(pred, 0, 1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, 0, 1)
+        loss = F.CTCLoss(pred, label, pred_lengths, label_lengths,
+                         use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label="last")
+        return _apply_weighting(F, loss, self._weight, sample_weight)
