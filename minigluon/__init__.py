@@ -33,4 +33,5 @@ from . import kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
 from . import recordio, image  # noqa: F401
 from . import io  # noqa: F401
+from . import profiler, runtime  # noqa: F401
 kvstore.role.maybe_run_role()   # DMLC_ROLE=server/scheduler: serve here, then exit

@@ -12,7 +12,7 @@ NDArray methods, `mx.nd.*` functions and (later) symbols all go through it.
 """
 import functools
 
-from .. import autograd
+from .. import autograd, profiler
 from ..base import ContextError, DTypeError, MXNetError, numeric_types
 
 OPS = {}
@@ -102,7 +102,11 @@ def invoke(op, args, kwargs, out=None):
     raw = [x._data if isinstance(x, NDArray) else x for x in inputs]
     with ctx.scope():
         try:
-            result, backward = op.fn(ctx.xp, *raw, *extra, **attrs)
+            if profiler._running:
+                result, backward = profiler.timed(op.name, "operator", op.fn, ctx.xp, *raw,
+                                                  *extra, **attrs)
+            else:
+                result, backward = op.fn(ctx.xp, *raw, *extra, **attrs)
         except MXNetError:
             raise
         except TypeError as err:

@@ -6,7 +6,7 @@ but on raw arrays: no NDArray wrappers, no per-op context checks, no per-op tape
 Backward replays the steps' closures in reverse. Before the first run, `rewrite.optimize`
 reorders steps where that gives the same values with less work.
 """
-from .. import autograd
+from .. import autograd, profiler
 from ..autograd import _fit_grad
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
@@ -49,7 +49,10 @@ class CachedGraph:
         closures = []
         for op, refs, attrs, first, count in self.steps:
             args = [values[v] if kind == "slot" else v for kind, v in refs]
-            out, backward = op.fn(xp, *args, **attrs)
+            if profiler._running:
+                out, backward = profiler.timed(op.name, "symbolic", op.fn, xp, *args, **attrs)
+            else:
+                out, backward = op.fn(xp, *args, **attrs)
             if count == 1:
                 values[first] = xp.asarray(out)     # ufuncs give scalars for 0-d arrays
             else:
@@ -103,11 +106,13 @@ class CachedGraph:
                 continue
             outs = [g if g is not None else xp.zeros_like(values[first + k])
                     for k, g in enumerate(outs)]
-            if op.takes_need:
-                in_grads = closure(*outs, need=tuple(kind == "slot" and need[ref]
-                                                     for kind, ref in refs))
+            kwargs = {"need": tuple(kind == "slot" and need[ref] for kind, ref in refs)} \
+                if op.takes_need else {}
+            if profiler._running:
+                in_grads = profiler.timed(f"{op.name}_backward", "symbolic", closure, *outs,
+                                          **kwargs)
             else:
-                in_grads = closure(*outs)
+                in_grads = closure(*outs, **kwargs)
             for (kind, ref), g in zip(refs, in_grads):
                 if kind != "slot" or g is None or not need[ref]:
                     continue
