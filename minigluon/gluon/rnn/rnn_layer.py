@@ -21,9 +21,10 @@ class _RNNLayer(HybridBlock):
     _gates = 1
     _num_states = 1
 
-    def __init__(self, hidden_size, num_layers, layout, dropout, bidirectional, input_size,
-                 i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
-                 h2h_bias_initializer, dtype="float32", **kwargs):
+    def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0,
+                 bidirectional=False, input_size=0, i2h_weight_initializer=None,
+                 h2h_weight_initializer=None, i2h_bias_initializer="zeros",
+                 h2h_bias_initializer="zeros", dtype="float32", **kwargs):
         super().__init__(**kwargs)
         if layout not in ("TNC", "NTC"):
             raise MXNetError(f"{type(self).__name__}: layout must be 'TNC' or 'NTC', got "
@@ -182,14 +183,6 @@ class LSTM(_RNNLayer):
     _gates = 4
     _num_states = 2
 
-    def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0,
-                 bidirectional=False, input_size=0, i2h_weight_initializer=None,
-                 h2h_weight_initializer=None, i2h_bias_initializer="zeros",
-                 h2h_bias_initializer="zeros", dtype="float32", **kwargs):
-        super().__init__(hidden_size, num_layers, layout, dropout, bidirectional, input_size,
-                         i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
-                         h2h_bias_initializer, dtype, **kwargs)
-
     def _step(self, F, i2h, h2h, state):
         return list(lstm_step(F, i2h, h2h, state[1], self._hidden_size))
 
@@ -197,14 +190,6 @@ class LSTM(_RNNLayer):
 class GRU(_RNNLayer):
     __doc__ = "GRU layer; states [h].\n" + _INIT_DOC
     _gates = 3
-
-    def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0,
-                 bidirectional=False, input_size=0, i2h_weight_initializer=None,
-                 h2h_weight_initializer=None, i2h_bias_initializer="zeros",
-                 h2h_bias_initializer="zeros", dtype="float32", **kwargs):
-        super().__init__(hidden_size, num_layers, layout, dropout, bidirectional, input_size,
-                         i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
-                         h2h_bias_initializer, dtype, **kwargs)
 
     def _step(self, F, i2h, h2h, state):
         return [gru_step(F, i2h, h2h, state[0], self._hidden_size)]

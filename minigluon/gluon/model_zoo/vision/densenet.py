@@ -3,6 +3,7 @@ concatenation of all earlier outputs, joined by 1x1-conv + 2x2-average-pool tran
 from ... import nn
 from ...block import HybridBlock
 from ...contrib.nn import HybridConcurrent, Identity
+from ._factory import factory
 from .pretrained import load_pretrained
 
 # num_layers: (stem channels, growth rate, layers per dense block)
@@ -73,17 +74,5 @@ def get_densenet(num_layers, pretrained=False, ctx=None, root="~/.minigluon/mode
     return load_pretrained(net, f"densenet{num_layers}", root, ctx) if pretrained else net
 
 
-def densenet121(**kwargs):
-    return get_densenet(121, **kwargs)
-
-
-def densenet161(**kwargs):
-    return get_densenet(161, **kwargs)
-
-
-def densenet169(**kwargs):
-    return get_densenet(169, **kwargs)
-
-
-def densenet201(**kwargs):
-    return get_densenet(201, **kwargs)
+densenet121, densenet161, densenet169, densenet201 = (
+    factory(f"densenet{n}", get_densenet, n) for n in (121, 161, 169, 201))

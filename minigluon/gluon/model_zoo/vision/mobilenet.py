@@ -3,6 +3,7 @@
 from ....base import MXNetError
 from ... import nn
 from ...block import HybridBlock
+from ._factory import factory
 from .pretrained import load_pretrained
 
 
@@ -112,33 +113,7 @@ def get_mobilenet_v2(multiplier, pretrained=False, ctx=None, root="~/.minigluon/
     return load_pretrained(net, name, root, ctx) if pretrained else net
 
 
-def mobilenet1_0(**kwargs):
-    return get_mobilenet(1.0, **kwargs)
-
-
-def mobilenet0_75(**kwargs):
-    return get_mobilenet(0.75, **kwargs)
-
-
-def mobilenet0_5(**kwargs):
-    return get_mobilenet(0.5, **kwargs)
-
-
-def mobilenet0_25(**kwargs):
-    return get_mobilenet(0.25, **kwargs)
-
-
-def mobilenet_v2_1_0(**kwargs):
-    return get_mobilenet_v2(1.0, **kwargs)
-
-
-def mobilenet_v2_0_75(**kwargs):
-    return get_mobilenet_v2(0.75, **kwargs)
-
-
-def mobilenet_v2_0_5(**kwargs):
-    return get_mobilenet_v2(0.5, **kwargs)
-
-
-def mobilenet_v2_0_25(**kwargs):
-    return get_mobilenet_v2(0.25, **kwargs)
+mobilenet1_0, mobilenet0_75, mobilenet0_5, mobilenet0_25 = (
+    factory(f"mobilenet{m}", get_mobilenet, m) for m in (1.0, 0.75, 0.5, 0.25))
+mobilenet_v2_1_0, mobilenet_v2_0_75, mobilenet_v2_0_5, mobilenet_v2_0_25 = (
+    factory(f"mobilenetv2_{m}", get_mobilenet_v2, m) for m in (1.0, 0.75, 0.5, 0.25))

@@ -1,6 +1,7 @@
 """ResNet v1 and v2 (He et al. 2015, 2016) with MXNet model-zoo names and layouts."""
 from ... import nn
 from ...block import HybridBlock
+from ._factory import factory
 from .pretrained import load_pretrained
 
 
@@ -52,15 +53,16 @@ class BottleneckV1(HybridBlock):
         return F.relu(self.body(x) + residual)
 
 
-class BasicBlockV2(HybridBlock):
-    """Pre-activation basic block: BN-ReLU-conv3x3 twice, plus the (projected) input."""
+class _PreActivation(HybridBlock):
+    """v2 blocks: BN-ReLU of the input feeds both the body and, where shapes change, the
+    1x1 projection of the shortcut."""
 
-    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
+    def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.bn1 = nn.BatchNorm()
-        self.conv1 = _conv3x3(channels, stride, in_channels)
-        self.bn2 = nn.BatchNorm()
-        self.conv2 = _conv3x3(channels, 1, channels)
+
+    def _shortcut(self, channels, stride, downsample, in_channels):
+        # made after the body, as in MXNet, so the layers' generated names match its files
         self.downsample = nn.Conv2D(channels, 1, stride, use_bias=False,
                                     in_channels=in_channels) if downsample else None
 
@@ -69,36 +71,40 @@ class BasicBlockV2(HybridBlock):
         x = F.relu(self.bn1(x))
         if self.downsample is not None:
             residual = self.downsample(x)
-        x = self.conv1(x)
-        x = self.conv2(F.relu(self.bn2(x)))
-        return x + residual
+        return self._body(F, x) + residual
 
 
-class BottleneckV2(HybridBlock):
+class BasicBlockV2(_PreActivation):
+    """Pre-activation basic block: BN-ReLU-conv3x3 twice, plus the (projected) input."""
+
+    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
+        super().__init__(**kwargs)
+        self.conv1 = _conv3x3(channels, stride, in_channels)
+        self.bn2 = nn.BatchNorm()
+        self.conv2 = _conv3x3(channels, 1, channels)
+        self._shortcut(channels, stride, downsample, in_channels)
+
+    def _body(self, F, x):
+        return self.conv2(F.relu(self.bn2(self.conv1(x))))
+
+
+class BottleneckV2(_PreActivation):
     """Pre-activation bottleneck: BN-ReLU before each of the 1x1 reduce, 3x3 (stride) and
     1x1 expand convolutions, plus the (projected) input."""
 
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(**kwargs)
         mid = channels // 4
-        self.bn1 = nn.BatchNorm()
         self.conv1 = nn.Conv2D(mid, kernel_size=1, strides=1, use_bias=False)
         self.bn2 = nn.BatchNorm()
         self.conv2 = _conv3x3(mid, stride, mid)
         self.bn3 = nn.BatchNorm()
         self.conv3 = nn.Conv2D(channels, kernel_size=1, strides=1, use_bias=False)
-        self.downsample = nn.Conv2D(channels, 1, stride, use_bias=False,
-                                    in_channels=in_channels) if downsample else None
+        self._shortcut(channels, stride, downsample, in_channels)
 
-    def hybrid_forward(self, F, x):
-        residual = x
-        x = F.relu(self.bn1(x))
-        if self.downsample is not None:
-            residual = self.downsample(x)
-        x = self.conv1(x)
-        x = self.conv2(F.relu(self.bn2(x)))
-        x = self.conv3(F.relu(self.bn3(x)))
-        return x + residual
+    def _body(self, F, x):
+        x = self.conv2(F.relu(self.bn2(self.conv1(x))))
+        return self.conv3(F.relu(self.bn3(x)))
 
 
 class _ResNet(HybridBlock):
@@ -184,15 +190,7 @@ def get_resnet(version, num_layers, pretrained=False, ctx=None, root="~/.miniglu
     return load_pretrained(net, name, root, ctx) if pretrained else net
 
 
-def _factory(version, num_layers):
-    def build(**kwargs):
-        return get_resnet(version, num_layers, **kwargs)
-    build.__name__ = f"resnet{num_layers}_v{version}"
-    build.__doc__ = f"ResNet-{num_layers} v{version}."
-    return build
-
-
 resnet18_v1, resnet34_v1, resnet50_v1, resnet101_v1, resnet152_v1 = (
-    _factory(1, n) for n in (18, 34, 50, 101, 152))
+    factory(f"resnet{n}_v1", get_resnet, 1, n) for n in (18, 34, 50, 101, 152))
 resnet18_v2, resnet34_v2, resnet50_v2, resnet101_v2, resnet152_v2 = (
-    _factory(2, n) for n in (18, 34, 50, 101, 152))
+    factory(f"resnet{n}_v2", get_resnet, 2, n) for n in (18, 34, 50, 101, 152))

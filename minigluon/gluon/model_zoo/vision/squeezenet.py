@@ -3,6 +3,7 @@ from ....base import MXNetError
 from ... import nn
 from ...block import HybridBlock
 from ...contrib.nn import HybridConcurrent
+from ._factory import factory
 from .pretrained import load_pretrained
 
 
@@ -58,11 +59,5 @@ def get_squeezenet(version, pretrained=False, ctx=None, root="~/.minigluon/model
     return load_pretrained(net, f"squeezenet{version}", root, ctx) if pretrained else net
 
 
-def squeezenet1_0(**kwargs):
-    """SqueezeNet 1.0."""
-    return get_squeezenet("1.0", **kwargs)
-
-
-def squeezenet1_1(**kwargs):
-    """SqueezeNet 1.1."""
-    return get_squeezenet("1.1", **kwargs)
+squeezenet1_0, squeezenet1_1 = (factory(f"squeezenet{v}", get_squeezenet, v)
+                                for v in ("1.0", "1.1"))

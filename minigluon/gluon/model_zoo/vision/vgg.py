@@ -2,6 +2,7 @@
 from .... import initializer
 from ... import nn
 from ...block import HybridBlock
+from ._factory import factory
 from .pretrained import load_pretrained
 
 _SPEC = {11: ([1, 1, 2, 2, 2], [64, 128, 256, 512, 512]),
@@ -48,15 +49,6 @@ def get_vgg(num_layers, pretrained=False, ctx=None, root="~/.minigluon/models", 
     return load_pretrained(net, name, root, ctx) if pretrained else net
 
 
-def _factory(num_layers, batch_norm):
-    def build(**kwargs):
-        if batch_norm:
-            kwargs["batch_norm"] = True
-        return get_vgg(num_layers, **kwargs)
-    build.__name__ = f"vgg{num_layers}{'_bn' if batch_norm else ''}"
-    build.__doc__ = f"VGG-{num_layers}{' with BatchNorm' if batch_norm else ''}."
-    return build
-
-
-vgg11, vgg13, vgg16, vgg19 = (_factory(n, False) for n in (11, 13, 16, 19))
-vgg11_bn, vgg13_bn, vgg16_bn, vgg19_bn = (_factory(n, True) for n in (11, 13, 16, 19))
+vgg11, vgg13, vgg16, vgg19 = (factory(f"vgg{n}", get_vgg, n) for n in (11, 13, 16, 19))
+vgg11_bn, vgg13_bn, vgg16_bn, vgg19_bn = (factory(f"vgg{n}_bn", get_vgg, n, batch_norm=True)
+                                          for n in (11, 13, 16, 19))
