@@ -16,6 +16,15 @@ __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCe
            "SequentialRNNCell", "HybridSequentialRNNCell"]
 
 
+def _np_zeros_if_np_mode(func):
+    """Under npx.set_np(), default states are mx.np arrays, like everything else there."""
+    from ...numpy.mode import is_np_array
+    if func is nd.zeros and is_np_array():
+        from ... import numpy as mxnp
+        return mxnp.zeros
+    return func
+
+
 def unstack(F, x, n, axis):
     """The n slices of x along `axis`, that axis removed (a list even for n = 1)."""
     parts = F.split(x, num_outputs=n, axis=axis, squeeze_axis=True)
@@ -53,6 +62,7 @@ class RecurrentCell(Block):
 
     def begin_state(self, batch_size=0, func=nd.zeros, **kwargs):
         """Initial states for a batch: `func(shape=..., **kwargs)` for each state."""
+        func = _np_zeros_if_np_mode(func)
         return [func(shape=info["shape"], **kwargs) for info in self.state_info(batch_size)]
 
     def reset(self):
