@@ -5,7 +5,7 @@
 >>> updater(0, grad, weight)
 
 Out of scope: sparse (row_sparse) gradients, aggregated multi-tensor kernels, and the less
-used MXNet rules (FTML, Ftrl, Adamax, Nadam, DCASGD, SGLD, LBSGD, LAMB).
+used MXNet rules (FTML, DCASGD, SGLD, LBSGD).
 """
 from .optimizer import Optimizer, OptimizerError, create, register  # noqa: F401
 from .sgd import SGD  # noqa: F401
@@ -15,7 +15,13 @@ from .adagrad import AdaGrad  # noqa: F401
 from .adadelta import AdaDelta  # noqa: F401
 from .rmsprop import RMSProp  # noqa: F401
 from .signum import Signum  # noqa: F401
+from .adamax import Adamax  # noqa: F401
+from .nadam import Nadam  # noqa: F401
+from .ftrl import Ftrl  # noqa: F401
+from .lamb import LAMB  # noqa: F401
+from .lars import LARS  # noqa: F401
 from .updater import Updater, get_updater  # noqa: F401
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "AdaGrad", "AdaDelta", "RMSProp", "Signum",
+           "Adamax", "Nadam", "Ftrl", "LAMB", "LARS",
            "create", "register", "get_updater", "Updater", "OptimizerError"]

@@ -83,9 +83,70 @@ def ref_signum(w, g, st, lr, wd, t, p):
     return (1 - lr * p.get("wd_lh", 0.0)) * w - lr * np.sign(st["m"])
 
 
+def ref_adamax(w, g, st, lr, wd, t, p):
+    b1, b2 = p.get("beta1", 0.9), p.get("beta2", 0.999)
+    g = clip(p["rescale_grad"] * g + wd * w, p["clip_gradient"])
+    st["m"] = b1 * st.get("m", 0.0) + (1 - b1) * g
+    st["u"] = np.maximum(b2 * st.get("u", 0.0), np.abs(g))
+    return w - lr / (1 - b1 ** t) * st["m"] / st["u"]
+
+
+def ref_nadam(w, g, st, lr, wd, t, p):
+    b1, b2, eps = p.get("beta1", 0.9), p.get("beta2", 0.999), p.get("epsilon", 1e-8)
+    decay = p.get("schedule_decay", 0.004)
+    g = clip(p["rescale_grad"] * g + wd * w, p["clip_gradient"])
+    mu_t = b1 * (1 - 0.5 * 0.96 ** (t * decay))
+    mu_next = b1 * (1 - 0.5 * 0.96 ** ((t + 1) * decay))
+    st["s"] = st.get("s", 1.0) * mu_t
+    st["m"] = b1 * st.get("m", 0.0) + (1 - b1) * g
+    st["v"] = b2 * st.get("v", 0.0) + (1 - b2) * g * g
+    m_bar = (1 - mu_t) * g / (1 - st["s"]) + mu_next * st["m"] / (1 - st["s"] * mu_next)
+    return w - lr * m_bar / (np.sqrt(st["v"] / (1 - b2 ** t)) + eps)
+
+
+def ref_ftrl(w, g, st, lr, wd, t, p):
+    lamda1, beta = p.get("lamda1", 0.01), p.get("beta", 1)
+    g = clip(p["rescale_grad"] * g, p["clip_gradient"])
+    n = st.get("n", 0.0)
+    st["z"] = st.get("z", 0.0) + g - (np.sqrt(n + g * g) - np.sqrt(n)) * w / lr
+    st["n"] = n + g * g
+    z = st["z"]
+    return np.where(np.abs(z) > lamda1,
+                    (np.sign(z) * lamda1 - z) / ((beta + np.sqrt(st["n"])) / lr + wd), 0.0)
+
+
+def ref_lamb(w, g, st, lr, wd, t, p):
+    b1, b2, eps = p.get("beta1", 0.9), p.get("beta2", 0.999), p.get("epsilon", 1e-6)
+    g = clip(p["rescale_grad"] * g, p["clip_gradient"])
+    st["m"] = b1 * st.get("m", 0.0) + (1 - b1) * g
+    st["v"] = b2 * st.get("v", 0.0) + (1 - b2) * g * g
+    m, v = st["m"], st["v"]
+    if p.get("bias_correction", True):
+        m, v = m / (1 - b1 ** t), v / (1 - b2 ** t)
+    d = m / (np.sqrt(v) + eps) + wd * w
+    r1 = np.linalg.norm(w)
+    if p.get("lower_bound") is not None:
+        r1 = max(r1, p["lower_bound"])
+    if p.get("upper_bound") is not None:
+        r1 = min(r1, p["upper_bound"])
+    r2 = np.linalg.norm(d)
+    return w - lr * (r1 / r2 if r1 > 0 and r2 > 0 else 1.0) * d
+
+
+def ref_lars(w, g, st, lr, wd, t, p):
+    eta, eps = p.get("eta", 0.001), p.get("epsilon", 1e-8)
+    w_norm, g_norm = np.linalg.norm(w), np.linalg.norm(p["rescale_grad"] * g)
+    if w_norm > 0 and g_norm > 0:
+        lr = lr * eta * w_norm / (g_norm + wd * w_norm + eps)
+    return ref_sgd(w, g, st, lr, wd, t, p)
+
+
 REFS = {"sgd": ref_sgd, "nag": ref_nag, "adam": ref_adam, "adagrad": ref_adagrad,
-        "adadelta": ref_adadelta, "rmsprop": ref_rmsprop, "signum": ref_signum}
-DEFAULT_LR = {"adam": 0.001, "rmsprop": 0.001}
+        "adadelta": ref_adadelta, "rmsprop": ref_rmsprop, "signum": ref_signum,
+        "adamax": ref_adamax, "nadam": ref_nadam, "ftrl": ref_ftrl, "lamb": ref_lamb,
+        "lars": ref_lars}
+DEFAULT_LR = {"adam": 0.001, "rmsprop": 0.001, "adamax": 0.002, "nadam": 0.001,
+              "ftrl": 0.1, "lamb": 0.001, "lars": 0.1}
 
 FULL = dict(wd=0.05, rescale_grad=0.5, clip_gradient=0.6)
 CASES = [
@@ -98,6 +159,12 @@ CASES = [
     ("rmsprop", dict(centered=True, gamma1=0.85, gamma2=0.7, **FULL)),
     ("signum", {}), ("signum", dict(momentum=0.8, wd_lh=0.1, **FULL)),
     ("signum", dict(momentum=0.0, wd=0.05)),
+    ("adamax", {}), ("adamax", dict(beta1=0.8, beta2=0.99, **FULL)),
+    ("nadam", {}), ("nadam", dict(beta1=0.8, schedule_decay=0.01, epsilon=1e-6, **FULL)),
+    ("ftrl", {}), ("ftrl", dict(lamda1=0.05, beta=0.5, **FULL)),
+    ("lamb", {}), ("lamb", dict(beta1=0.8, lower_bound=0.1, upper_bound=1.5, **FULL)),
+    ("lamb", dict(bias_correction=False, wd=0.05)),
+    ("lars", {}), ("lars", dict(momentum=0.9, eta=0.01, **FULL)),
 ]
 
 
@@ -293,6 +360,8 @@ def train(updater, weights, grads):
     ("sgd", dict(momentum=0.9, multi_precision=True), np.float16),
     ("rmsprop", dict(centered=True, multi_precision=True), np.float16),
     ("signum", {}, np.float32),
+    ("nadam", dict(wd=0.01), np.float32),
+    ("lamb", dict(wd=0.01), np.float32),
 ])
 @pytest.mark.parametrize("dump_optimizer", [False, True])
 def test_states_round_trip_continues_identically(name, kwargs, dtype, dump_optimizer):
@@ -449,3 +518,50 @@ def test_optimizer_pickles_without_param_dict():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         mx.optimizer.register(mx.optimizer.SGD)      # re-registering the same class is silent
+
+
+def test_lars_keeps_the_plain_rate_for_norm_and_bias_parameters():
+    w0, grads = data(11, steps=3)
+    for name, scaled in (("dense0_weight", True), ("dense0_bias", False),
+                         ("batchnorm0_gamma", False), ("batchnorm0_beta", False)):
+        opt = mx.optimizer.create("lars", learning_rate=0.05, momentum=0.9,
+                                  param_idx2name={0: name})
+        w, _ = run_optimizer(opt, w0, grads)
+        ref = "lars" if scaled else "sgd"
+        expected = run_reference(ref, dict(momentum=0.9), w0, grads, lambda t: 0.05)
+        np.testing.assert_allclose(w.asnumpy(), expected, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_large_batch_optimizers_train_a_net_through_the_trainer():
+    from minigluon import gluon
+    rng = np.random.default_rng(0)
+    features = rng.standard_normal((64, 5))
+    x, y = nd.array(features), nd.array(features @ rng.standard_normal(5) + 0.5)
+    for name, params in (("lamb", dict(learning_rate=0.1)),
+                         ("lars", dict(learning_rate=0.2, eta=0.1, momentum=0.9)),
+                         ("nadam", dict(learning_rate=0.1)), ("adamax", dict(learning_rate=0.1)),
+                         ("ftrl", dict(learning_rate=0.5))):
+        mx.random.seed(0)
+        net = gluon.nn.Dense(1)
+        net.initialize(mx.init.Xavier())
+        trainer = gluon.Trainer(net.collect_params(), name, params)
+        losses = []
+        for _ in range(40):
+            with autograd.record():
+                loss = ((net(x).reshape(-1) - y) ** 2).mean()
+            loss.backward()
+            trainer.step(1)
+            losses.append(float(loss.asscalar()))
+        assert losses[-1] < 0.05 * losses[0], (name, losses[0], losses[-1])
+
+
+def test_lars_names_survive_the_pickle_sent_to_kvstore_servers():
+    from minigluon import gluon
+    from minigluon.kvstore import safe_pickle
+    net = gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    trainer = gluon.Trainer(net.collect_params(), "lars", {"learning_rate": 0.1})
+    opt = trainer.optimizer
+    copy = safe_pickle.loads(pickle.dumps(opt))
+    assert [copy._name(i) for i in range(2)] == [opt._name(0), opt._name(1)]
+    assert {opt._name(0), opt._name(1)} == {net.weight.name, net.bias.name}
