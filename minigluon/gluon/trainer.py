@@ -104,6 +104,8 @@ class Trainer:
             update_on_kvstore = True
         elif requested is not None:
             update_on_kvstore = bool(requested)
+        if update_on_kvstore and self._distributed:
+            update_on_kvstore = self._check_layerwise(kvstore, requested)
         if kvstore is not None:
             if self._compression_params:
                 kvstore.set_gradient_compression(self._compression_params)
@@ -112,6 +114,26 @@ class Trainer:
         self._kvstore = kvstore
         self._update_on_kvstore = update_on_kvstore if kvstore is not None else None
         self._kv_initialized = True
+
+    def _check_layerwise(self, kvstore, requested):
+        """update_on_kvstore for a layer-wise optimizer (LAMB, LARS) on a dist store: the
+        servers can run it only when no parameter is split over several of them."""
+        if not self._optimizer.layerwise:
+            return True
+        split = [p.name for p in self._params
+                 if not p._deferred_init and getattr(kvstore, "splits", lambda n: False)(
+                     p.list_data()[0].size)]
+        if not split:
+            return True
+        name = type(self._optimizer).__name__
+        if requested or "async" in kvstore.type:
+            raise MXNetError(
+                f"{name} needs each parameter whole (it scales by the weight's norm), but "
+                f"the {kvstore.type!r} kvstore splits {split[:3]} over its servers, which "
+                "would each see a slice; use dist_sync with update_on_kvstore=False (the "
+                "default for it), one server, or MXNET_KVSTORE_BIGARRAY_BOUND above the "
+                "largest parameter's size")
+        return False           # the servers sum; every worker runs the optimizer itself
 
     def _init_params(self):
         """Give the kvstore each parameter's value and make all device copies equal it."""

@@ -257,6 +257,11 @@ class KVStoreDist(KVStoreBase):
         """How many servers the job has (DMLC_NUM_SERVER)."""
         return self._po.num_servers
 
+    def splits(self, size):
+        """True when an array of `size` elements is split over several servers (each
+        then updates only its slice)."""
+        return len(plan(0, size, self.num_servers, self._bound)) > 1
+
     def barrier(self):
         """Wait until every worker calls barrier()."""
         self._po.barrier()

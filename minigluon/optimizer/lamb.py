@@ -33,6 +33,7 @@ class LAMB(Optimizer):
     """
 
     default_learning_rate = 0.001
+    layerwise = True
 
     def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, epsilon=1e-6,
                  lower_bound=None, upper_bound=None, bias_correction=True, **kwargs):

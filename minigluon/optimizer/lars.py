@@ -30,6 +30,7 @@ class LARS(SGD):
     """
 
     default_learning_rate = 0.1
+    layerwise = True
 
     def __init__(self, learning_rate=None, momentum=0.0, eta=0.001, epsilon=1e-8,
                  lazy_update=False, **kwargs):

@@ -70,6 +70,9 @@ class Optimizer:
 
     opt_registry = {}
     default_learning_rate = 0.01
+    # True for rules that need a whole parameter at once (norms of the weight, as LAMB and
+    # LARS take): a dist kvstore's server that holds only a slice cannot run them
+    layerwise = False
 
     def __init__(self, rescale_grad=1., param_idx2name=None, wd=0., clip_gradient=None,
                  learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,

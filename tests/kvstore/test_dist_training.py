@@ -31,13 +31,14 @@ def batch(t):
             rng.randint(0, 10, BATCH).astype(np.float32))
 
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-opt = {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-3}
+opt = globals().get('OPT', {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-3})
+OPT_NAME = globals().get('OPT_NAME', 'sgd')
 
 net = make_net(ctxs)
-trainer = gluon.Trainer(net.collect_params(), 'sgd', opt, kvstore=kv,
+trainer = gluon.Trainer(net.collect_params(), OPT_NAME, opt, kvstore=kv,
                         update_on_kvstore=UPDATE_ON_KVSTORE)
 ref = make_net([mx.cpu(0)])
-ref_trainer = gluon.Trainer(ref.collect_params(), 'sgd', opt, kvstore=None)
+ref_trainer = gluon.Trainer(ref.collect_params(), OPT_NAME, opt, kvstore=None)
 for t in range(STEPS):
     x, y = batch(t)
     share = BATCH // W
@@ -71,6 +72,28 @@ def test_dist_sync_lenet_matches_single_process(tmp_path, update_on_kvstore):
     results, _ = run_job(tmp_path, code, workers=2, servers=2,
                          env={"MXNET_KVSTORE_BIGARRAY_BOUND": "5000"})
     assert results[0]["digest"] == results[1]["digest"]      # every worker holds the same
+
+
+@pytest.mark.parametrize("name", ["lamb", "lars"])
+def test_layerwise_optimizers_run_on_the_workers_when_servers_hold_slices(tmp_path, name):
+    """LeNet's big weights are split over the 2 servers (bound 5000): LAMB and LARS need
+    whole weights, so the workers run them (the servers only sum) and the result is
+    single-process training's; asking the servers to run them is a clear error."""
+    code = (f"UPDATE_ON_KVSTORE = None\nOPT_NAME = {name!r}\n"
+            f"OPT = {{'learning_rate': 0.05, 'wd': 1e-3}}\n" + LENET +
+            "assert trainer._update_on_kvstore is False\n")
+    results, _ = run_job(tmp_path, code, workers=2, servers=2,
+                         env={"MXNET_KVSTORE_BIGARRAY_BOUND": "5000"})
+    assert results[0]["digest"] == results[1]["digest"]
+    refused = (f"UPDATE_ON_KVSTORE = True\nOPT_NAME = {name!r}\nOPT = {{}}\n" +
+               LENET.split("for t in range(STEPS):")[0] +
+               "try:\n    trainer.step(BATCH)\nexcept mx.MXNetError as err:\n"
+               "    report(rank=r, error=str(err))\n")
+    (tmp_path / "refused").mkdir()
+    results, _ = run_job(tmp_path / "refused", refused, workers=1, servers=2,
+                         env={"MXNET_KVSTORE_BIGARRAY_BOUND": "5000"})
+    assert "needs each parameter whole" in results[0]["error"]
+    assert "update_on_kvstore=False" in results[0]["error"]
 
 
 ASYNC = """
