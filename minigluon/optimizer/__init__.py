@@ -5,7 +5,7 @@
 >>> updater(0, grad, weight)
 
 Out of scope: sparse (row_sparse) gradients, aggregated multi-tensor kernels, and the less
-used MXNet rules (FTML, DCASGD, SGLD, LBSGD).
+used MXNet rules (SGLD, LBSGD).
 """
 from .optimizer import Optimizer, OptimizerError, create, register  # noqa: F401
 from .sgd import SGD  # noqa: F401
@@ -20,8 +20,10 @@ from .nadam import Nadam  # noqa: F401
 from .ftrl import Ftrl  # noqa: F401
 from .lamb import LAMB  # noqa: F401
 from .lars import LARS  # noqa: F401
+from .dcasgd import DCASGD  # noqa: F401
+from .ftml import FTML  # noqa: F401
 from .updater import Updater, get_updater  # noqa: F401
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "AdaGrad", "AdaDelta", "RMSProp", "Signum",
-           "Adamax", "Nadam", "Ftrl", "LAMB", "LARS",
+           "Adamax", "Nadam", "Ftrl", "LAMB", "LARS", "DCASGD", "FTML",
            "create", "register", "get_updater", "Updater", "OptimizerError"]

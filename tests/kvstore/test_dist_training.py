@@ -105,7 +105,7 @@ data_rng = np.random.RandomState(10 + r)            # each worker its own data
 mx.random.seed(0)
 net = gluon.nn.Dense(1, in_units=8)
 net.initialize(mx.init.Zero())
-trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1}, kvstore=kv)
+trainer = gluon.Trainer(net.collect_params(), OPT_NAME, OPT, kvstore=kv)
 loss_fn = gluon.loss.L2Loss()
 losses = []
 for t in range(60):
@@ -124,8 +124,13 @@ report(rank=r, first=losses[0], last=float(np.mean(losses[-5:])),
 """
 
 
-def test_dist_async_converges(tmp_path):
-    results, _ = run_job(tmp_path, ASYNC, workers=2, servers=2)
+@pytest.mark.parametrize("name,params", [
+    ("sgd", {"learning_rate": 0.1}),
+    ("dcasgd", {"learning_rate": 0.1, "momentum": 0.5}),      # delay-compensated, on servers
+])
+def test_dist_async_converges(tmp_path, name, params):
+    code = f"OPT_NAME, OPT = {name!r}, {params!r}\n" + ASYNC
+    results, _ = run_job(tmp_path, code, workers=2, servers=2)
     for res in results:
         assert res["last"] < res["first"] / 100, res
         assert res["err"] < 0.05, res

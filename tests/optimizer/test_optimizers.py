@@ -141,12 +141,33 @@ def ref_lars(w, g, st, lr, wd, t, p):
     return ref_sgd(w, g, st, lr, wd, t, p)
 
 
+def ref_dcasgd(w, g, st, lr, wd, t, p):
+    mu, lamda = p.get("momentum", 0.0), p.get("lamda", 0.04)
+    g = clip(p["rescale_grad"] * g, p["clip_gradient"])
+    step = -lr * (g + wd * w + lamda * g * g * (w - st.get("prev", w)))
+    if mu:
+        st["mom"] = mu * st.get("mom", 0.0) + step
+        step = st["mom"]
+    st["prev"] = w
+    return w + step
+
+
+def ref_ftml(w, g, st, lr, wd, t, p):
+    b1, b2, eps = p.get("beta1", 0.6), p.get("beta2", 0.999), p.get("epsilon", 1e-8)
+    g = clip(p["rescale_grad"] * g + wd * w, p["clip_gradient"])
+    st["v"] = b2 * st.get("v", 0.0) + (1 - b2) * g * g
+    d = (1 - b1 ** t) / lr * (np.sqrt(st["v"] / (1 - b2 ** t)) + eps)
+    st["z"] = b1 * st.get("z", 0.0) + (1 - b1) * g - (d - b1 * st.get("d", 0.0)) * w
+    st["d"] = d
+    return -st["z"] / d
+
+
 REFS = {"sgd": ref_sgd, "nag": ref_nag, "adam": ref_adam, "adagrad": ref_adagrad,
         "adadelta": ref_adadelta, "rmsprop": ref_rmsprop, "signum": ref_signum,
         "adamax": ref_adamax, "nadam": ref_nadam, "ftrl": ref_ftrl, "lamb": ref_lamb,
-        "lars": ref_lars}
+        "lars": ref_lars, "dcasgd": ref_dcasgd, "ftml": ref_ftml}
 DEFAULT_LR = {"adam": 0.001, "rmsprop": 0.001, "adamax": 0.002, "nadam": 0.001,
-              "ftrl": 0.1, "lamb": 0.001, "lars": 0.1}
+              "ftrl": 0.1, "lamb": 0.001, "lars": 0.1, "ftml": 0.0025}
 
 FULL = dict(wd=0.05, rescale_grad=0.5, clip_gradient=0.6)
 CASES = [
@@ -165,6 +186,8 @@ CASES = [
     ("lamb", {}), ("lamb", dict(beta1=0.8, lower_bound=0.1, upper_bound=1.5, **FULL)),
     ("lamb", dict(bias_correction=False, wd=0.05)),
     ("lars", {}), ("lars", dict(momentum=0.9, eta=0.01, **FULL)),
+    ("dcasgd", {}), ("dcasgd", dict(momentum=0.9, lamda=0.5, **FULL)),
+    ("ftml", {}), ("ftml", dict(beta1=0.5, beta2=0.99, epsilon=1e-6, **FULL)),
 ]
 
 
@@ -362,6 +385,8 @@ def train(updater, weights, grads):
     ("signum", {}, np.float32),
     ("nadam", dict(wd=0.01), np.float32),
     ("lamb", dict(wd=0.01), np.float32),
+    ("dcasgd", dict(momentum=0.9), np.float32),
+    ("ftml", dict(wd=0.01), np.float32),
 ])
 @pytest.mark.parametrize("dump_optimizer", [False, True])
 def test_states_round_trip_continues_identically(name, kwargs, dtype, dump_optimizer):

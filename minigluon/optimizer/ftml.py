@@ -1,0 +1,55 @@
+"""FTML (MXNet's `FTML`): follow the moving leader."""
+import math
+
+from .optimizer import Optimizer, check_range, register
+
+__all__ = ["FTML"]
+
+
+@register
+class FTML(Optimizer):
+    """Follow the moving leader (Zheng and Kwok, 2017), as MXNet 1.x computes it.
+
+    At the t-th update, with `g = clip(rescale_grad * grad + wd * weight, clip_gradient)`::
+
+        v      = beta2 * v + (1 - beta2) * g**2
+        d      = (1 - beta1**t) / lr * (sqrt(v / (1 - beta2**t)) + epsilon)
+        z      = beta1 * z + (1 - beta1) * g - (d - beta1 * d_prev) * weight
+        weight = -z / d,   d_prev = d
+
+    Parameters
+    ----------
+    learning_rate : float
+        Default 0.0025.
+    beta1, beta2 : float
+        In [0, 1).
+    epsilon : float
+    """
+
+    default_learning_rate = 0.0025
+
+    def __init__(self, learning_rate=None, beta1=0.6, beta2=0.999, epsilon=1e-8, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        check_range("FTML", "beta1", beta1, 0.0, 1.0, high_open=True)
+        check_range("FTML", "beta2", beta2, 0.0, 1.0, high_open=True)
+        check_range("FTML", "epsilon", epsilon, 0.0, math.inf)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+
+    def create_state(self, index, weight):
+        return tuple(self._zeros_like(weight) for _ in range(3))     # d_prev, v, z
+
+    def _step(self, xp, index, weight, grad, state, lr, wd):
+        t = self._index_update_count[index]
+        d_prev, v, z = state
+        g = grad * float(self.rescale_grad)
+        if wd:
+            g += wd * weight
+        self._clip(xp, g)
+        v *= self.beta2
+        v += (1.0 - self.beta2) * (g * g)
+        d = (1.0 - self.beta1 ** t) / lr * (xp.sqrt(v / (1.0 - self.beta2 ** t)) +
+                                            self.epsilon)
+        z *= self.beta1
+        z += (1.0 - self.beta1) * g - (d - self.beta1 * d_prev) * weight
+        weight[...] = -z / d
+        d_prev[...] = d
