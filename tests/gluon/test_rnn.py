@@ -271,3 +271,17 @@ def test_an_lstm_learns_to_tell_where_the_marker_is():
         trainer.step(N)
     accuracy = (net(data).argmax(axis=1).asnumpy() == y).mean()
     assert accuracy >= 0.95, f"accuracy {accuracy:.3f} after 60 steps"
+
+
+@pytest.mark.parametrize("kind", sorted(LAYERS))
+def test_hybridized_layer_without_states_replays_and_drops_only_in_training(kind):
+    layer = make_layer(kind, num_layers=2, dropout=0.5)
+    x = nd.array(np.random.default_rng(6).standard_normal((4, 2, 5)), dtype="float64")
+    plain = layer(x).asnumpy()
+    layer.hybridize()
+    for _ in range(3):                      # trace, then replays
+        np.testing.assert_array_equal(layer(x).asnumpy(), plain)
+    mx.random.seed(1)
+    with autograd.record():
+        trained = layer(x).asnumpy()
+    assert not np.array_equal(trained, plain)          # dropout between the layers

@@ -6,7 +6,6 @@ so gradients come from autograd and a hybridized layer traces one graph per sequ
 length. Parameters are named as MXNet's: l0_i2h_weight, l0_h2h_weight, l0_i2h_bias,
 l0_h2h_bias for layer 0 left to right, r0_... for its right-to-left direction.
 """
-from ... import autograd
 from ... import ndarray as nd
 from ...base import MXNetError, ShapeError
 from ...ndarray.ndarray import NDArray
@@ -77,8 +76,9 @@ class _RNNLayer(HybridBlock):
             states = [states]
         if states is not None and isinstance(inputs, NDArray):
             self._check_states(inputs, states)
-        out, new_states = HybridBlock.forward(self, inputs, states)
-        return out if states is None else (out, new_states)
+        # hybrid_forward gives the output alone when no states came in, so a traced graph
+        # and its replays return what this call returns
+        return HybridBlock.forward(self, inputs, states)
 
     def _check_states(self, inputs, states):
         want = [i["shape"] for i in self.state_info(inputs.shape[self._layout.find("N")])]
@@ -111,9 +111,12 @@ class _RNNLayer(HybridBlock):
                     kept.append(s)
             steps = outputs[0] if self._dirs == 1 else \
                 [F.concat(a, b, dim=1) for a, b in zip(*outputs)]
-            if self._dropout and layer < self._num_layers - 1 and autograd.is_training():
+            if self._dropout and layer < self._num_layers - 1:
+                # the op drops only in training mode, also when replayed from a trace
                 steps = [F.Dropout(s, p=self._dropout) for s in steps]
         out = F.stack(*steps, axis=self._layout.find("T"))
+        if states is None:
+            return out
         return out, [F.stack(*kept, axis=0) for kept in new_states]
 
     def _run(self, F, seq, state, params, prefix):
