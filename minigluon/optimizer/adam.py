@@ -50,10 +50,7 @@ class Adam(Optimizer):
         t = self._index_update_count[index]
         lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
         mean, var = state
-        g = grad * float(self.rescale_grad)
-        if wd:
-            g += wd * weight
-        self._clip(xp, g)
+        g = self._rescaled_decayed(xp, grad, weight, wd)
         mean *= self.beta1
         mean += (1.0 - self.beta1) * g
         var *= self.beta2

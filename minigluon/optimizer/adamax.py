@@ -39,10 +39,7 @@ class Adamax(Optimizer):
         t = self._index_update_count[index]
         lr /= 1.0 - self.beta1 ** t
         mean, peak = state
-        g = grad * float(self.rescale_grad)
-        if wd:
-            g += wd * weight
-        self._clip(xp, g)
+        g = self._rescaled_decayed(xp, grad, weight, wd)
         mean *= self.beta1
         mean += (1.0 - self.beta1) * g
         xp.maximum(self.beta2 * peak, xp.abs(g), out=peak)

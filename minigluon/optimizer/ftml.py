@@ -41,10 +41,7 @@ class FTML(Optimizer):
     def _step(self, xp, index, weight, grad, state, lr, wd):
         t = self._index_update_count[index]
         d_prev, v, z = state
-        g = grad * float(self.rescale_grad)
-        if wd:
-            g += wd * weight
-        self._clip(xp, g)
+        g = self._rescaled_decayed(xp, grad, weight, wd)
         v *= self.beta2
         v += (1.0 - self.beta2) * (g * g)
         d = (1.0 - self.beta1 ** t) / lr * (xp.sqrt(v / (1.0 - self.beta2 ** t)) +

@@ -61,10 +61,7 @@ class Nadam(Optimizer):
     def _step(self, xp, index, weight, grad, state, lr, wd):
         t = self._index_update_count[index]
         mean, var, schedule = state
-        g = grad * float(self.rescale_grad)
-        if wd:
-            g += wd * weight
-        self._clip(xp, g)
+        g = self._rescaled_decayed(xp, grad, weight, wd)
         mu_t, mu_next = self._momentum(t), self._momentum(t + 1)
         product = float(schedule[0]) * mu_t
         schedule[0] = product

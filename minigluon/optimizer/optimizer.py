@@ -341,6 +341,14 @@ class Optimizer:
         """A new array: `clip(rescale_grad * grad)`; the caller's gradient is left alone."""
         return self._clip(xp, grad * float(self.rescale_grad))
 
+    def _rescaled_decayed(self, xp, grad, weight, wd):
+        """A new array: `clip(rescale_grad * grad + wd * weight)`, weight decay before the
+        clipping, as MXNet's Adam-family rules take it."""
+        g = grad * float(self.rescale_grad)
+        if wd:
+            g += wd * weight
+        return self._clip(xp, g)
+
     # ---- pickling (the Updater dumps the optimizer with its states) ---------------------
     def __getstate__(self):
         state = self.__dict__.copy()

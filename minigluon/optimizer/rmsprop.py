@@ -59,10 +59,7 @@ class RMSProp(Optimizer):
         return tuple(self._zeros_like(weight) for _ in range(count))
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
-        g = grad * float(self.rescale_grad)
-        if wd:
-            g += wd * weight
-        self._clip(xp, g)
+        g = self._rescaled_decayed(xp, grad, weight, wd)
         n = state[0]
         n *= self.gamma1
         n += (1.0 - self.gamma1) * (g * g)
