@@ -83,10 +83,6 @@ def enabled(category):
                          _config.get(_CATEGORY_SWITCH.get(category, ""), True))
 
 
-def now():
-    return time.perf_counter_ns()
-
-
 def record(name, category, start_ns, end_ns=None):
     """Add one finished span (used by the operator paths and the user objects)."""
     end_ns = time.perf_counter_ns() if end_ns is None else end_ns

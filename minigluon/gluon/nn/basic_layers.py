@@ -292,12 +292,13 @@ class BatchNorm(HybridBlock):
 
 class _AffineNorm(HybridBlock):
     """A normalization followed by a learned scale (gamma) and shift (beta), one each per
-    position of `self._axis` (set by the subclass before this __init__)."""
+    position along `axis`."""
 
-    def __init__(self, epsilon, center, scale, beta_initializer, gamma_initializer,
+    def __init__(self, axis, epsilon, center, scale, beta_initializer, gamma_initializer,
                  in_channels, **kwargs):
         super().__init__(**kwargs)
-        self._epsilon = epsilon
+        self._axis, self._epsilon = axis, epsilon
+        self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         with self.name_scope():
             self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
                                          shape=(in_channels,), init=gamma_initializer,
@@ -344,9 +345,7 @@ class LayerNorm(_AffineNorm):
 
     def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", in_channels=0, **kwargs):
-        self._axis = axis
-        self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
-        super().__init__(epsilon, center, scale, beta_initializer, gamma_initializer,
+        super().__init__(axis, epsilon, center, scale, beta_initializer, gamma_initializer,
                          in_channels, **kwargs)
 
     def hybrid_forward(self, F, data, gamma, beta):
@@ -355,8 +354,6 @@ class LayerNorm(_AffineNorm):
 
 class _ChannelNorm(_AffineNorm):
     """A normalization over spatial axes, with one gamma and beta per channel."""
-
-    _axis = 1
 
     def forward(self, x, *args):
         if isinstance(x, NDArray) and x.ndim < 3:
@@ -389,9 +386,7 @@ class InstanceNorm(_ChannelNorm):
 
     def __init__(self, axis=1, epsilon=1e-5, center=True, scale=False,
                  beta_initializer="zeros", gamma_initializer="ones", in_channels=0, **kwargs):
-        self._axis = axis
-        self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
-        super().__init__(epsilon, center, scale, beta_initializer, gamma_initializer,
+        super().__init__(axis, epsilon, center, scale, beta_initializer, gamma_initializer,
                          in_channels, **kwargs)
 
     def hybrid_forward(self, F, x, gamma, beta):
@@ -426,11 +421,11 @@ class GroupNorm(_ChannelNorm):
 
     def __init__(self, num_groups=1, epsilon=1e-5, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", in_channels=0, **kwargs):
+        super().__init__(1, epsilon, center, scale, beta_initializer, gamma_initializer,
+                         in_channels, **kwargs)
         self._num_groups = num_groups
         self._kwargs = {"num_groups": num_groups, "eps": epsilon, "center": center,
                         "scale": scale}
-        super().__init__(epsilon, center, scale, beta_initializer, gamma_initializer,
-                         in_channels, **kwargs)
 
     def hybrid_forward(self, F, x, gamma, beta):
         return F.GroupNorm(x, gamma, beta, num_groups=self._num_groups, eps=self._epsilon)

@@ -136,7 +136,7 @@ class _GatedCell(HybridRecurrentCell):
         if not isinstance(hidden_size, int) or hidden_size < 1:
             raise MXNetError(f"{type(self).__name__}: hidden_size must be a positive int, got "
                              f"{hidden_size!r}")
-        self._hidden_size, self._input_size = hidden_size, input_size
+        self._hidden_size = hidden_size
         rows = self._gates * hidden_size
         with self.name_scope():
             self.i2h_weight = self.params.get("i2h_weight", shape=(rows, input_size),

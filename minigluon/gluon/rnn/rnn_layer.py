@@ -35,8 +35,7 @@ class _RNNLayer(HybridBlock):
         if not 0 <= dropout < 1:
             raise MXNetError(f"{type(self).__name__}: dropout must be in [0, 1), got {dropout}")
         self._hidden_size, self._num_layers, self._layout = hidden_size, num_layers, layout
-        self._dropout, self._dirs, self._input_size = dropout, 2 if bidirectional else 1, \
-            input_size
+        self._dropout, self._dirs = dropout, 2 if bidirectional else 1
         rows = self._gates * hidden_size
         self._directions = [(d, layer) for layer in range(num_layers)
                             for d in ("l", "r")[:self._dirs]]

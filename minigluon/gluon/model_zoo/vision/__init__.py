@@ -19,22 +19,15 @@ from .squeezenet import SqueezeNet, get_squeezenet, squeezenet1_0, squeezenet1_1
 from .vgg import (VGG, get_vgg, vgg11, vgg11_bn, vgg13, vgg13_bn, vgg16,  # noqa: F401
                   vgg16_bn, vgg19, vgg19_bn)
 
-_MODELS = {
-    "lenet": lenet, "mlp": mlp, "cifar_resnet18": cifar_resnet18, "alexnet": alexnet,
-    "densenet121": densenet121, "densenet161": densenet161, "densenet169": densenet169,
-    "densenet201": densenet201, "inceptionv3": inception_v3,
-    "squeezenet1.0": squeezenet1_0, "squeezenet1.1": squeezenet1_1,
-    "mobilenet1.0": mobilenet1_0, "mobilenet0.75": mobilenet0_75,
-    "mobilenet0.5": mobilenet0_5, "mobilenet0.25": mobilenet0_25,
-    "mobilenetv2_1.0": mobilenet_v2_1_0, "mobilenetv2_0.75": mobilenet_v2_0_75,
-    "mobilenetv2_0.5": mobilenet_v2_0_5, "mobilenetv2_0.25": mobilenet_v2_0_25,
-}
-_MODELS.update({f"resnet{n}_v{v}": f for (n, v), f in {
-    (18, 1): resnet18_v1, (34, 1): resnet34_v1, (50, 1): resnet50_v1, (101, 1): resnet101_v1,
-    (152, 1): resnet152_v1, (18, 2): resnet18_v2, (34, 2): resnet34_v2, (50, 2): resnet50_v2,
-    (101, 2): resnet101_v2, (152, 2): resnet152_v2}.items()})
-_MODELS.update({f.__name__: f for f in (vgg11, vgg13, vgg16, vgg19, vgg11_bn, vgg13_bn,
-                                        vgg16_bn, vgg19_bn)})
+# the factories carry their model-zoo names (resnet50_v1, mobilenetv2_0.5, ...)
+_NAMED = (densenet121, densenet161, densenet169, densenet201, squeezenet1_0, squeezenet1_1,
+          mobilenet1_0, mobilenet0_75, mobilenet0_5, mobilenet0_25, mobilenet_v2_1_0,
+          mobilenet_v2_0_75, mobilenet_v2_0_5, mobilenet_v2_0_25, resnet18_v1, resnet34_v1,
+          resnet50_v1, resnet101_v1, resnet152_v1, resnet18_v2, resnet34_v2, resnet50_v2,
+          resnet101_v2, resnet152_v2, vgg11, vgg13, vgg16, vgg19, vgg11_bn, vgg13_bn,
+          vgg16_bn, vgg19_bn)
+_MODELS = {"lenet": lenet, "mlp": mlp, "cifar_resnet18": cifar_resnet18, "alexnet": alexnet,
+           "inceptionv3": inception_v3, **{f.__name__: f for f in _NAMED}}
 
 
 def get_model(name, **kwargs):
