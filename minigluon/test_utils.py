@@ -7,6 +7,7 @@ generator `mx.random.seed` resets, so a seeded test is repeatable.
 """
 import contextlib
 import os
+import sys
 
 import numpy as np
 
@@ -140,6 +141,120 @@ def assert_exception(f, exception_type, *args, **kwargs):
         return
     expected = getattr(exception_type, "__name__", str(exception_type))
     raise AssertionError(f"{getattr(f, '__name__', f)!s} did not raise {expected}")
+
+
+def effective_dtype(dat):
+    """The dtype whose tolerances suit comparisons of `dat`: its own dtype (minigluon runs
+    no reduced-precision matmul behind a float32 array's back)."""
+    return np.dtype(dat.dtype)
+
+
+def random_arrays(*shapes):
+    """Standard-normal float32 NumPy arrays of the given shapes (one array alone, not in a
+    list, when one shape is given); `()` gives a 0-d array."""
+    arrays = [np.asarray(np.random.randn(*shape), dtype=np.float32) for shape in shapes]
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def random_uniform_arrays(*shapes, low=0.0, high=1.0, dtype=np.float32):
+    """NumPy arrays of the given shapes, uniform in [low, high), always as a list."""
+    return [np.random.uniform(low, high, size=shape).astype(dtype) for shape in shapes]
+
+
+def random_sample(population, k):
+    """k distinct elements of the list `population`, in random order."""
+    if not 0 <= k <= len(population):
+        raise ValueError(f"random_sample: k must be in [0, {len(population)}], got {k}")
+    chosen = list(population)
+    np.random.shuffle(chosen)
+    return chosen[:k]
+
+
+def np_reduce(dat, axis, keepdims, numpy_reduce_func):
+    """`numpy_reduce_func` (np.sum, np.max, ...) over `axis` (an int, a sequence or None
+    for all), one axis at a time from the last, keeping reduced axes as 1 if `keepdims`."""
+    axes = [axis] if isinstance(axis, int) else \
+        (list(range(dat.ndim)) if axis is None else list(axis))
+    axes = [a % dat.ndim if dat.ndim else a for a in axes]
+    result = dat
+    for a in sorted(axes, reverse=True):
+        result = numpy_reduce_func(result, axis=a)
+    if keepdims:
+        result = np.reshape(result, [1 if i in axes else n for i, n in enumerate(dat.shape)])
+    return result
+
+
+def assert_allclose(a, b, rtol=1e-07, atol=0, equal_nan=True):
+    """`assert_almost_equal` with NumPy's assert_allclose defaults."""
+    assert_almost_equal(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def compare_ndarray_tuple(t1, t2, rtol=None, atol=None):
+    """Assert two optimizer states (arrays, or nested tuples of them) almost equal; None on
+    either side compares as nothing."""
+    if t1 is None or t2 is None:
+        return
+    if isinstance(t1, tuple):
+        for s1, s2 in zip(t1, t2):
+            compare_ndarray_tuple(s1, s2, rtol, atol)
+    else:
+        assert_almost_equal(t1, t2, rtol=rtol, atol=atol)
+
+
+def _uniform_nd(shape, dtype):
+    return array(_generator(np).uniform(0.0, 1.0, shape, np.float64), ctx=default_context(),
+                 dtype=dtype)
+
+
+def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="default",
+                      rtol=1e-4, atol=1e-5, compare_states=True, ntensors=1):
+    """Run one update of `opt1` and `opt2` from the same random weight and gradient and
+    assert the states and weights agree. A list `shape` gives `ntensors` weights that
+    `opt2` updates in one multi-tensor call and `opt1` one by one."""
+    if "default" != w_stype or "default" != g_stype:
+        raise MXNetError(f"compare_optimizer: minigluon arrays are dense only, got "
+                         f"w_stype={w_stype!r}, g_stype={g_stype!r}; help: use 'default'")
+    if not isinstance(shape, list):
+        if ntensors != 1:
+            raise ValueError(f"compare_optimizer: one shape needs ntensors=1, got {ntensors}")
+        w1, g1 = _uniform_nd(shape, dtype), _uniform_nd(shape, dtype)
+        w2, g2 = w1.copy(), g1.copy()
+        state1 = opt1.create_state_multi_precision(0, w1)
+        state2 = opt2.create_state_multi_precision(0, w2)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2)
+        opt1.update_multi_precision(0, w1, g1, state1)
+        opt2.update_multi_precision(0, w2, g2, state2)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2, rtol=rtol, atol=atol)
+        assert_almost_equal(w1, w2, rtol=rtol, atol=atol)
+        return
+    w1 = [_uniform_nd(s, dtype) for s in shape[:ntensors]]
+    g1 = [_uniform_nd(s, dtype) for s in shape[:ntensors]]
+    w2, g2 = [w.copy() for w in w1], [g.copy() for g in g1]
+    states2 = [opt2.create_state_multi_precision(0, w) for w in w2]
+    opt2.update_multi_precision(list(range(ntensors)), w2, g2, states2)
+    for i in range(ntensors):
+        state1 = opt1.create_state_multi_precision(i, w1[i])
+        opt1.update_multi_precision(i, w1[i], g1[i], state1)
+        if compare_states:
+            compare_ndarray_tuple(state1, states2[i], rtol, atol)
+        compare_ndarray_tuple(w1[i], w2[i], rtol, atol)
+
+
+@contextlib.contextmanager
+def discard_stderr():
+    """Send what this process writes to file descriptor 2 (stderr, C code's output
+    included) to /dev/null inside the `with` block."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "w") as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def rand_shape_nd(num_dim, dim=10, allow_zero_size=False):

@@ -151,3 +151,60 @@ def test_check_numeric_gradient_passes_and_catches_wrong_gradients():
 
     with pytest.raises(AssertionError, match="autograd grad of input 0"):
         tu.check_numeric_gradient(lambda a: BadSquare()(a), [np.array([1.0, 2.0])])
+
+
+def test_random_arrays_shapes_dtype_and_single_array():
+    np.random.seed(3)
+    one = tu.random_arrays((2, 3))
+    assert isinstance(one, np.ndarray) and one.shape == (2, 3) and one.dtype == np.float32
+    pair = tu.random_arrays((4,), ())
+    assert [a.shape for a in pair] == [(4,), ()]
+    uniform = tu.random_uniform_arrays((50,), low=2.0, high=3.0, dtype=np.float64)
+    assert len(uniform) == 1 and uniform[0].dtype == np.float64
+    assert 2.0 <= uniform[0].min() and uniform[0].max() < 3.0
+
+
+def test_random_sample_is_a_subset_and_checks_k():
+    chosen = tu.random_sample(list(range(10)), 4)
+    assert len(set(chosen)) == 4 and set(chosen) <= set(range(10))
+    with pytest.raises(ValueError, match=r"k must be in \[0, 3\], got 5"):
+        tu.random_sample([1, 2, 3], 5)
+
+
+@pytest.mark.parametrize("axis", [None, 1, -1, (0, 2), [2, 0]])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_np_reduce_matches_numpy(axis, keepdims):
+    data = np.arange(24.0).reshape(2, 3, 4)
+    expected = np.sum(data, axis=tuple(axis) if isinstance(axis, list) else axis,
+                      keepdims=keepdims)
+    np.testing.assert_array_equal(tu.np_reduce(data, axis, keepdims, np.sum), expected)
+
+
+def test_effective_dtype_is_the_array_dtype():
+    assert tu.effective_dtype(nd.ones((2,), dtype=np.float16)) == np.float16
+    assert tu.effective_dtype(np.ones(2)) == np.float64
+
+
+def test_compare_optimizer_agrees_with_itself_and_catches_a_difference():
+    sgd = lambda lr: mx.optimizer.SGD(learning_rate=lr, momentum=0.9)   # noqa: E731
+    tu.compare_optimizer(sgd(0.1), sgd(0.1), (3, 4), np.float32)
+    tu.compare_optimizer(sgd(0.1), sgd(0.1), [(3,), (2, 2)], np.float32, ntensors=2)
+    with pytest.raises(AssertionError):
+        tu.compare_optimizer(sgd(0.1), sgd(0.5), (3, 4), np.float32)
+    with pytest.raises(MXNetError, match="dense only"):
+        tu.compare_optimizer(sgd(0.1), sgd(0.1), (3,), np.float32, w_stype="row_sparse")
+
+
+def test_compare_ndarray_tuple_walks_nested_states():
+    a = (nd.ones((2,)), (nd.zeros((1,)), None))
+    tu.compare_ndarray_tuple(a, (nd.ones((2,)), (nd.zeros((1,)), None)))
+    tu.compare_ndarray_tuple(None, a)
+    with pytest.raises(AssertionError):
+        tu.compare_ndarray_tuple(a, (nd.ones((2,)), (nd.ones((1,)), None)))
+
+
+def test_discard_stderr_hides_file_descriptor_output(capfd):
+    with tu.discard_stderr():
+        os.write(2, b"hidden\n")
+    os.write(2, b"shown\n")
+    assert capfd.readouterr().err == "shown\n"
