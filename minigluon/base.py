@@ -1,12 +1,12 @@
 """Errors shared by every layer of minigluon.
 
-`MXNetError` is the base class, as in MXNet, so code that catches it keeps working.
-Each subclass also derives from the Python error it resembles, so `except ValueError`
+`MXNetError` is the base class and a RuntimeError, as in MXNet 1.x, so code that catches
+either keeps working. Each subclass also derives from the Python error it resembles, so `except ValueError`
 catches a bad shape too.
 """
 
 
-class MXNetError(Exception):
+class MXNetError(RuntimeError):
     """Base class of every error minigluon raises on purpose."""
 
 
@@ -28,6 +28,16 @@ class AutogradError(MXNetError, RuntimeError):
 
 class UnknownNameError(MXNetError, ValueError):
     """A registry lookup (optimizer, initializer, metric, ...) with an unknown name."""
+
+
+# MXNet's names for the Python types its API checks arguments against
+integer_types = (int,)
+string_types = (str,)
+
+
+def py_str(value):
+    """`value` as a Python str: bytes are decoded as UTF-8, anything else is str()'d."""
+    return value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 def numeric_types():

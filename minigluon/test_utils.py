@@ -16,6 +16,7 @@ from . import context as _context
 from .base import MXNetError
 from .ndarray import NDArray, array
 from .ndarray.random import generator as _generator
+from .util import getenv, setenv, use_np  # noqa: F401  (MXNet's test_utils offers them too)
 
 # Default tolerances by dtype (MXNet's); dtypes not listed (ints, bool) compare exactly.
 _RTOLS = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-5}

@@ -22,7 +22,7 @@ FLOORS = (
     ("foundation", ("base", "config", "context", "_allocator", "profiler", "runtime")),
     ("autograd", ("autograd",)),
     ("ndarray", ("ndarray", "random")),
-    ("front ends", ("symbol", "numpy", "numpy_extension")),
+    ("front ends", ("symbol", "numpy", "numpy_extension", "util")),
     ("library", ("initializer", "lr_scheduler", "optimizer", "metric", "recordio", "image",
                  "io")),
     ("kvstore", ("kvstore",)),
