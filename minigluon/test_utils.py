@@ -372,3 +372,16 @@ def check_numeric_gradient(f, location, numeric_eps=1e-4, rtol=1e-2, atol=1e-4):
     for i, (x, numeric) in enumerate(zip(xs, expected)):
         assert_almost_equal(x.grad, numeric, rtol=rtol, atol=atol,
                             names=(f"autograd grad of input {i}", f"numeric grad of input {i}"))
+
+
+def __getattr__(name):
+    # `from mxnet.test_utils import *` gives MXNet's tests `mx` (its test_utils imports the
+    # package as mx). Importing the package here would close a circle with the package's
+    # own __init__, so the name is looked up when asked for, after the package is loaded.
+    if name == "mx":
+        return sys.modules[__name__.rpartition(".")[0]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# what a star import gives: every public name here, the helpers' modules (np, ...) and mx
+__all__ = [name for name in list(globals()) if not name.startswith("_")] + ["mx"]

@@ -208,3 +208,12 @@ def test_discard_stderr_hides_file_descriptor_output(capfd):
         os.write(2, b"hidden\n")
     os.write(2, b"shown\n")
     assert capfd.readouterr().err == "shown\n"
+
+
+def test_star_import_gives_mxnet_test_files_their_names():
+    names = {}
+    exec("from minigluon.test_utils import *", names)
+    assert names["mx"] is mx and names["np"] is np
+    for helper in ("assert_almost_equal", "default_context", "rand_ndarray", "same",
+                   "np_reduce", "random_arrays", "use_np", "environment"):
+        assert callable(names[helper]), helper
