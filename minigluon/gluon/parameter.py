@@ -419,7 +419,60 @@ class ParameterDict:
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
              restore_prefix="", cast_dtype=False, dtype_source="current"):
         """Load values saved by `save`; see Block.load_parameters for the checks."""
-        from .block import _assign_loaded
         loaded = {restore_prefix + k: v for k, v in nd.load(filename).items()}
-        _assign_loaded(dict(self.items()), loaded, filename, ctx, allow_missing, ignore_extra,
-                       cast_dtype, dtype_source)
+        assign_loaded(dict(self.items()), loaded, filename, ctx, allow_missing, ignore_extra,
+                      cast_dtype, dtype_source)
+
+
+def assign_loaded(params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype,
+                  dtype_source):
+    """Copy `loaded` arrays into `params` (both keyed by name), with clear mismatch errors.
+
+    The one loader behind Block.load_parameters, ParameterDict.load and
+    SymbolBlock.imports; `filename` only names the source in errors.
+    """
+    if not allow_missing:
+        missing = [n for n in params if n not in loaded]
+        if missing:
+            raise MXNetError(
+                f"parameters {missing[:5]}{' ...' if len(missing) > 5 else ''} are missing from "
+                f"{filename!r}, which holds {sorted(loaded)[:5]}...; it may be another "
+                "network's file. Pass allow_missing=True to keep those parameters as they are")
+    if not ignore_extra:
+        extra = [n for n in loaded if n not in params]
+        if extra:
+            raise MXNetError(
+                f"{filename!r} holds parameters {extra[:5]}{' ...' if len(extra) > 5 else ''} "
+                "that this block does not have; it may be another network's file. Pass "
+                "ignore_extra=True to skip them")
+    for name, param in params.items():
+        if name not in loaded:
+            continue
+        value = loaded[name]
+        if param.shape is not None and len(param.shape) == value.ndim and all(
+                a in (0, b) for a, b in zip(param.shape, value.shape)):
+            param.shape = value.shape
+        elif param.shape is not None:
+            raise ShapeError(f"parameter {name!r}: {filename!r} has shape {value.shape} but "
+                             f"the block expects {param.shape}")
+        if cast_dtype:
+            if dtype_source == "current":
+                value = value.astype(param.dtype)
+            else:
+                param.cast(value.dtype)
+        elif np.dtype(value.dtype) != np.dtype(param.dtype):
+            raise MXNetError(f"parameter {name!r}: {filename!r} has dtype "
+                             f"{np.dtype(value.dtype).name} but the block uses "
+                             f"{np.dtype(param.dtype).name}; pass cast_dtype=True")
+        _load_into(param, value, ctx)
+
+
+def _load_into(param, value, ctx):
+    if param._data is None:
+        if param._deferred_init:
+            ctx = param._deferred_init[1] if ctx is None else _ctx_list(ctx)
+        param._deferred_init = ()
+        param._shape = value.shape
+        param._init_impl(value, _ctx_list(ctx))
+    else:
+        param.set_data(value)
