@@ -13,7 +13,7 @@ import numpy as np
 from .. import initializer
 from .. import ndarray as nd
 from .. import symbol as sym
-from ..base import MXNetError, ShapeError
+from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from ..numpy.methods import NumpyMethods
 from ..symbol.graph import CachedGraph

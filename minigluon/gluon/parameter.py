@@ -3,6 +3,9 @@
 A Parameter keeps one copy of its value per context (data parallelism) and one gradient
 buffer per copy. Its shape may be partly unknown (0 entries) until the first forward pass
 tells the layer the input size: initialization is then deferred to that moment.
+
+`assign_loaded` puts saved values into parameters; Block.load_parameters,
+ParameterDict.load and SymbolBlock.imports all load through it.
 """
 from collections import OrderedDict
 import re
@@ -431,6 +434,14 @@ def assign_loaded(params, loaded, filename, ctx, allow_missing, ignore_extra, ca
     The one loader behind Block.load_parameters, ParameterDict.load and
     SymbolBlock.imports; `filename` only names the source in errors.
     """
+    _check_names(params, loaded, filename, allow_missing, ignore_extra)
+    for name, param in params.items():
+        if name in loaded:
+            value = _fit_value(name, param, loaded[name], filename, cast_dtype, dtype_source)
+            _load_into(param, value, ctx)
+
+
+def _check_names(params, loaded, filename, allow_missing, ignore_extra):
     if not allow_missing:
         missing = [n for n in params if n not in loaded]
         if missing:
@@ -445,26 +456,25 @@ def assign_loaded(params, loaded, filename, ctx, allow_missing, ignore_extra, ca
                 f"{filename!r} holds parameters {extra[:5]}{' ...' if len(extra) > 5 else ''} "
                 "that this block does not have; it may be another network's file. Pass "
                 "ignore_extra=True to skip them")
-    for name, param in params.items():
-        if name not in loaded:
-            continue
-        value = loaded[name]
-        if param.shape is not None and len(param.shape) == value.ndim and all(
-                a in (0, b) for a, b in zip(param.shape, value.shape)):
-            param.shape = value.shape
-        elif param.shape is not None:
-            raise ShapeError(f"parameter {name!r}: {filename!r} has shape {value.shape} but "
-                             f"the block expects {param.shape}")
-        if cast_dtype:
-            if dtype_source == "current":
-                value = value.astype(param.dtype)
-            else:
-                param.cast(value.dtype)
-        elif np.dtype(value.dtype) != np.dtype(param.dtype):
-            raise MXNetError(f"parameter {name!r}: {filename!r} has dtype "
-                             f"{np.dtype(value.dtype).name} but the block uses "
-                             f"{np.dtype(param.dtype).name}; pass cast_dtype=True")
-        _load_into(param, value, ctx)
+
+
+def _fit_value(name, param, value, filename, cast_dtype, dtype_source):
+    """Check `value` against `param`'s shape (filling its unknown dims) and dtype."""
+    if param.shape is not None and len(param.shape) == value.ndim and all(
+            a in (0, b) for a, b in zip(param.shape, value.shape)):
+        param.shape = value.shape
+    elif param.shape is not None:
+        raise ShapeError(f"parameter {name!r}: {filename!r} has shape {value.shape} but "
+                         f"the block expects {param.shape}")
+    if cast_dtype:
+        if dtype_source == "current":
+            return value.astype(param.dtype)
+        param.cast(value.dtype)
+    elif np.dtype(value.dtype) != np.dtype(param.dtype):
+        raise MXNetError(f"parameter {name!r}: {filename!r} has dtype "
+                         f"{np.dtype(value.dtype).name} but the block uses "
+                         f"{np.dtype(param.dtype).name}; pass cast_dtype=True")
+    return value
 
 
 def _load_into(param, value, ctx):
