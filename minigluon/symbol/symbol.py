@@ -18,6 +18,7 @@ from ..base import MXNetError
 from ..ndarray import operator_methods, registry
 
 _counters = {}
+_node_seq = itertools.count()
 _np_class = None   # mx.np's symbol class, registered by mx.np (which sits above symbol)
 
 
@@ -25,7 +26,6 @@ def set_np_class(cls):
     """Make `cls` (mx.np's `_Symbol`) the class `Symbol.as_np_ndarray()` returns."""
     global _np_class
     _np_class = cls
-_node_seq = itertools.count()
 
 
 def _auto_name(op_name):
