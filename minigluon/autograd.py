@@ -4,6 +4,12 @@ While `record()` is active, every operator whose inputs need gradients appends a
 (its backward closure and its inputs) to the outputs it produced. `backward()` walks those
 nodes from the heads in reverse topological order and sums gradients into the variables
 marked with `attach_grad()`.
+
+autograd is the ground floor of the math: it never imports ndarray. What it records is
+duck-typed: an array is anything with a raw buffer `_data`, a `context` (whose `xp` is the
+array module), `shape`/`dtype`, and the tape slots `_node`, `_out_index`, `_grad`,
+`_grad_req` that this module reads and writes. New arrays are built with the type of an
+array at hand, so mx.nd, mx.np and any other front end record alike.
 """
 import itertools
 import threading
@@ -103,6 +109,11 @@ class Node:
         return f"<Node {self.op_name}>"
 
 
+def _is_array(x):
+    """True if `x` is an array autograd can record (it has a place on the tape)."""
+    return hasattr(x, "_node")
+
+
 def needs_grad(array):
     """True if gradients must flow into `array` (a variable or a recorded result)."""
     return array._node is not None or (array._grad_req not in (None, "null"))
@@ -163,7 +174,6 @@ def _accumulate(store, key, grad):
 
 def _run_backward(heads, head_grads, retain_graph):
     """Propagate from the heads; returns {id(var): (var, raw_grad)} for reached variables."""
-    from .ndarray.ndarray import NDArray
     node_grads, var_grads = {}, {}
 
     def send(array, grad):
@@ -182,7 +192,7 @@ def _run_backward(heads, head_grads, retain_graph):
         if hgrad is None:
             raw = head.context.xp.ones(head.shape, dtype=head.dtype)
         else:
-            raw = hgrad._data if isinstance(hgrad, NDArray) else head.context.xp.asarray(hgrad)
+            raw = hgrad._data if _is_array(hgrad) else head.context.xp.asarray(hgrad)
             if raw.shape != head.shape:
                 raise AutogradError(
                     f"head_grads shape {raw.shape} does not match head shape {head.shape}")
@@ -207,14 +217,19 @@ def _run_backward(heads, head_grads, retain_graph):
             in_grads = node.backward(*outs)
         for inp, grad in zip(node.inputs, in_grads):
             if inp is not None and grad is not None and needs_grad(inp):
-                send(inp, _fit_grad(grad, inp))
+                send(inp, fit_grad(grad, inp))
         if not retain_graph:
             node.backward = None
     return var_grads
 
 
-def _fit_grad(grad, array):
-    """Sum a broadcast gradient back to the input's shape and dtype."""
+def fit_grad(grad, array):
+    """Sum the raw gradient `grad` (which may keep a broadcast shape) back to the shape and
+    dtype of `array`, the input it belongs to; `array` needs only `shape` and `_data.dtype`.
+
+    Ops return broadcast gradients; the tape and a hybridized graph's replay both fit them
+    here, so their sums agree bit for bit.
+    """
     shape = array.shape
     if grad.shape != shape:
         extra = grad.ndim - len(shape)
@@ -253,11 +268,10 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
          train_mode=True):
     """Return the gradients of `heads` with respect to `variables` (no `.grad` is touched)."""
-    from .ndarray.ndarray import NDArray
     if create_graph:
         raise AutogradError("autograd.grad(create_graph=True): higher-order gradients are "
                             "not supported by minigluon; compute them by finite differences")
-    single = isinstance(variables, NDArray)
+    single = _is_array(variables)
     variables, heads = _as_list(variables), _as_list(heads)
     head_grads = [None] * len(heads) if head_grads is None else _as_list(head_grads)
     for v in variables:
@@ -303,30 +317,30 @@ class Function:
         self.saved_tensors = args
 
     def __call__(self, *inputs):
-        from .ndarray.ndarray import NDArray
         with pause(train_mode=is_training()):
             outputs = self.forward(*inputs)
-        single = isinstance(outputs, NDArray)
+        single = _is_array(outputs)
         outputs = [outputs] if single else list(outputs)
-        if is_recording() and any(isinstance(x, NDArray) and needs_grad(x) for x in inputs):
+        if is_recording() and any(_is_array(x) and needs_grad(x) for x in inputs):
             self._attach(inputs, outputs)
         return outputs[0] if single else outputs
 
     def _attach(self, inputs, outputs):
-        from .ndarray.ndarray import NDArray
-        fresh = [NDArray(o._data, o.context) for o in outputs]
+        # backward() sees legacy NDArrays (as in MXNet 1.x) whatever the outputs' flavour:
+        # as_nd_ndarray() gives that type, detach() a handle outside the graph
+        fresh = [o.as_nd_ndarray().detach() for o in outputs]
 
         def backward_fn(*out_grads):
             with pause():
-                grads = self.backward(*[NDArray(g, o.context) for g, o in zip(out_grads, fresh)])
-            grads = [grads] if isinstance(grads, NDArray) else list(grads)
+                grads = self.backward(*[type(f)(g, f.context) for g, f in zip(out_grads, fresh)])
+            grads = [grads] if _is_array(grads) else list(grads)
             if len(grads) != len(inputs):
                 raise AutogradError(f"{type(self).__name__}.backward returned {len(grads)} "
                                     f"gradients for {len(inputs)} inputs")
-            return tuple(g._data if isinstance(g, NDArray) else None for g in grads)
+            return tuple(g._data if _is_array(g) else None for g in grads)
 
         node = Node(type(self).__name__, backward_fn,
-                    [x if isinstance(x, NDArray) else None for x in inputs],
+                    [x if _is_array(x) else None for x in inputs],
                     [(o.shape, o._data.dtype, o.context) for o in outputs])
         for i, o in enumerate(outputs):
             o._node, o._out_index = node, i

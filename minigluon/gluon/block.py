@@ -13,12 +13,12 @@ import numpy as np
 from .. import initializer
 from .. import ndarray as nd
 from .. import symbol as sym
-from ..base import MXNetError, ShapeError
+from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from ..numpy.methods import NumpyMethods
 from ..symbol.graph import CachedGraph
 from ..symbol.symbol import Symbol
-from .parameter import DeferredInitializationError, Parameter, ParameterDict
+from .parameter import DeferredInitializationError, Parameter, ParameterDict, assign_loaded
 
 
 class _BlockScope:
@@ -212,8 +212,8 @@ class Block:
         loaded = nd.load(filename)
         if not isinstance(loaded, dict):
             raise MXNetError(f"{filename}: holds a list of arrays, not named parameters")
-        _assign_loaded(self._collect_params_with_prefix(), loaded, filename, ctx,
-                       allow_missing, ignore_extra, cast_dtype, dtype_source)
+        assign_loaded(self._collect_params_with_prefix(), loaded, filename, ctx,
+                      allow_missing, ignore_extra, cast_dtype, dtype_source)
 
     save_params = save_parameters
     load_params = load_parameters
@@ -254,57 +254,6 @@ class _HookHandle:
 
     def detach(self):
         self._hooks.pop(self._key, None)
-
-
-def _assign_loaded(params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype,
-                   dtype_source):
-    """Copy `loaded` arrays into `params` (both keyed by name), with clear mismatch errors."""
-    if not allow_missing:
-        missing = [n for n in params if n not in loaded]
-        if missing:
-            raise MXNetError(
-                f"parameters {missing[:5]}{' ...' if len(missing) > 5 else ''} are missing from "
-                f"{filename!r}, which holds {sorted(loaded)[:5]}...; it may be another "
-                "network's file. Pass allow_missing=True to keep those parameters as they are")
-    if not ignore_extra:
-        extra = [n for n in loaded if n not in params]
-        if extra:
-            raise MXNetError(
-                f"{filename!r} holds parameters {extra[:5]}{' ...' if len(extra) > 5 else ''} "
-                "that this block does not have; it may be another network's file. Pass "
-                "ignore_extra=True to skip them")
-    for name, param in params.items():
-        if name not in loaded:
-            continue
-        value = loaded[name]
-        if param.shape is not None and len(param.shape) == value.ndim and all(
-                a in (0, b) for a, b in zip(param.shape, value.shape)):
-            param.shape = value.shape
-        elif param.shape is not None:
-            raise ShapeError(f"parameter {name!r}: {filename!r} has shape {value.shape} but "
-                             f"the block expects {param.shape}")
-        if cast_dtype:
-            if dtype_source == "current":
-                value = value.astype(param.dtype)
-            else:
-                param.cast(value.dtype)
-        elif np.dtype(value.dtype) != np.dtype(param.dtype):
-            raise MXNetError(f"parameter {name!r}: {filename!r} has dtype "
-                             f"{np.dtype(value.dtype).name} but the block uses "
-                             f"{np.dtype(param.dtype).name}; pass cast_dtype=True")
-        _load_into(param, value, ctx)
-
-
-def _load_into(param, value, ctx):
-    from .parameter import _ctx_list
-    if param._data is None:
-        if param._deferred_init:
-            ctx = param._deferred_init[1] if ctx is None else _ctx_list(ctx)
-        param._deferred_init = ()
-        param._shape = value.shape
-        param._init_impl(value, _ctx_list(ctx))
-    else:
-        param.set_data(value)
 
 
 class HybridBlock(Block):
@@ -513,8 +462,8 @@ class SymbolBlock(HybridBlock):
         block = SymbolBlock(graph, [sym.var(n) for n in names])
         if param_file is not None:
             loaded = {k.split(":", 1)[-1]: v for k, v in nd.load(param_file).items()}
-            _assign_loaded(dict(block._reg_params), loaded, param_file, ctx, False, False,
-                           False, "current")
+            assign_loaded(dict(block._reg_params), loaded, param_file, ctx, False, False,
+                          False, "current")
         return block
 
     def forward(self, x, *args):

@@ -3,6 +3,9 @@
 A Parameter keeps one copy of its value per context (data parallelism) and one gradient
 buffer per copy. Its shape may be partly unknown (0 entries) until the first forward pass
 tells the layer the input size: initialization is then deferred to that moment.
+
+`assign_loaded` puts saved values into parameters; Block.load_parameters,
+ParameterDict.load and SymbolBlock.imports all load through it.
 """
 from collections import OrderedDict
 import re
@@ -419,7 +422,67 @@ class ParameterDict:
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
              restore_prefix="", cast_dtype=False, dtype_source="current"):
         """Load values saved by `save`; see Block.load_parameters for the checks."""
-        from .block import _assign_loaded
         loaded = {restore_prefix + k: v for k, v in nd.load(filename).items()}
-        _assign_loaded(dict(self.items()), loaded, filename, ctx, allow_missing, ignore_extra,
-                       cast_dtype, dtype_source)
+        assign_loaded(dict(self.items()), loaded, filename, ctx, allow_missing, ignore_extra,
+                      cast_dtype, dtype_source)
+
+
+def assign_loaded(params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype,
+                  dtype_source):
+    """Copy `loaded` arrays into `params` (both keyed by name), with clear mismatch errors.
+
+    The one loader behind Block.load_parameters, ParameterDict.load and
+    SymbolBlock.imports; `filename` only names the source in errors.
+    """
+    _check_names(params, loaded, filename, allow_missing, ignore_extra)
+    for name, param in params.items():
+        if name in loaded:
+            value = _fit_value(name, param, loaded[name], filename, cast_dtype, dtype_source)
+            _load_into(param, value, ctx)
+
+
+def _check_names(params, loaded, filename, allow_missing, ignore_extra):
+    if not allow_missing:
+        missing = [n for n in params if n not in loaded]
+        if missing:
+            raise MXNetError(
+                f"parameters {missing[:5]}{' ...' if len(missing) > 5 else ''} are missing from "
+                f"{filename!r}, which holds {sorted(loaded)[:5]}...; it may be another "
+                "network's file. Pass allow_missing=True to keep those parameters as they are")
+    if not ignore_extra:
+        extra = [n for n in loaded if n not in params]
+        if extra:
+            raise MXNetError(
+                f"{filename!r} holds parameters {extra[:5]}{' ...' if len(extra) > 5 else ''} "
+                "that this block does not have; it may be another network's file. Pass "
+                "ignore_extra=True to skip them")
+
+
+def _fit_value(name, param, value, filename, cast_dtype, dtype_source):
+    """Check `value` against `param`'s shape (filling its unknown dims) and dtype."""
+    if param.shape is not None and len(param.shape) == value.ndim and all(
+            a in (0, b) for a, b in zip(param.shape, value.shape)):
+        param.shape = value.shape
+    elif param.shape is not None:
+        raise ShapeError(f"parameter {name!r}: {filename!r} has shape {value.shape} but "
+                         f"the block expects {param.shape}")
+    if cast_dtype:
+        if dtype_source == "current":
+            return value.astype(param.dtype)
+        param.cast(value.dtype)
+    elif np.dtype(value.dtype) != np.dtype(param.dtype):
+        raise MXNetError(f"parameter {name!r}: {filename!r} has dtype "
+                         f"{np.dtype(value.dtype).name} but the block uses "
+                         f"{np.dtype(param.dtype).name}; pass cast_dtype=True")
+    return value
+
+
+def _load_into(param, value, ctx):
+    if param._data is None:
+        if param._deferred_init:
+            ctx = param._deferred_init[1] if ctx is None else _ctx_list(ctx)
+        param._deferred_init = ()
+        param._shape = value.shape
+        param._init_impl(value, _ctx_list(ctx))
+    else:
+        param.set_data(value)

@@ -8,15 +8,18 @@ and optimizer states keep their identity.
 import numpy as np
 
 from .. import autograd
-from ..base import AutogradError, DTypeError, MXNetError, ShapeError
+from ..base import AutogradError, MXNetError, ShapeError
 from ..context import Context, current_context
-from . import registry
+from . import operator_methods, registry
 
 _NUMERIC = (int, float, bool, np.generic)
+_np_class = None   # mx.np.ndarray, registered by mx.np (which sits above ndarray) at import
 
 
-def _op(name):
-    return registry.OPS[name]
+def set_np_class(cls):
+    """Make `cls` (mx.np.ndarray) the class `NDArray.as_np_ndarray()` returns."""
+    global _np_class
+    _np_class = cls
 
 
 def _call(name, *args, **kwargs):
@@ -149,7 +152,6 @@ class NDArray:
     # ---- autograd ---------------------------------------------------------------------
     def attach_grad(self, grad_req="write", stype=None):
         """Make this array a variable: later `backward()` calls write its `.grad`."""
-        autograd._check_grad_req(grad_req)
         grad = type(self)(self._ctx.xp.zeros(self._data.shape, dtype=self._data.dtype),
                           self._ctx)
         autograd.mark_variables([self], [grad], grad_req)
@@ -166,8 +168,7 @@ class NDArray:
     # ---- the NumPy front end (mx.np) ----------------------------------------------------
     def as_np_ndarray(self):
         """This array as an `mx.np.ndarray` (NumPy semantics), sharing data and graph."""
-        from ..numpy import ndarray
-        return self._view_as(ndarray)
+        return self._view_as(_np_class)
 
     def as_nd_ndarray(self):
         """This array as a legacy `mx.nd.NDArray`, sharing data and graph."""
@@ -201,10 +202,10 @@ class NDArray:
 
     # ---- indexing ---------------------------------------------------------------------
     def __getitem__(self, key):
-        return _call("_getitem", self, key=_raw_key(key, self._ctx))
+        return _call("_getitem", self, key=raw_index(key, self._ctx))
 
     def __setitem__(self, key, value):
-        key = _raw_key(key, self._ctx)
+        key = raw_index(key, self._ctx)
         if isinstance(value, NDArray):
             value = value.as_in_context(self._ctx)._data
         elif not isinstance(value, _NUMERIC):
@@ -254,34 +255,8 @@ class NDArray:
 
     __hash__ = object.__hash__
 
-    # ---- arithmetic -------------------------------------------------------------------
-    def __add__(self, other): return _call("add", self, other)
-    def __radd__(self, other): return _call("add", other, self)
-    def __sub__(self, other): return _call("subtract", self, other)
-    def __rsub__(self, other): return _call("subtract", other, self)
-    def __mul__(self, other): return _call("multiply", self, other)
-    def __rmul__(self, other): return _call("multiply", other, self)
-    def __truediv__(self, other): return _call("divide", self, other)
-    def __rtruediv__(self, other): return _call("divide", other, self)
-    def __mod__(self, other): return _call("modulo", self, other)
-    def __rmod__(self, other): return _call("modulo", other, self)
-    def __pow__(self, other): return _call("power", self, other)
-    def __rpow__(self, other): return _call("power", other, self)
-    def __neg__(self): return _call("negative", self)
+    # ---- arithmetic: the dunder methods are added by operator_methods.define below ---
     def __pos__(self): return self
-    def __abs__(self): return _call("abs", self)
-    def __eq__(self, other): return False if other is None else _call("equal", self, other)
-    def __ne__(self, other): return True if other is None else _call("not_equal", self, other)
-    def __gt__(self, other): return _call("greater", self, other)
-    def __ge__(self, other): return _call("greater_equal", self, other)
-    def __lt__(self, other): return _call("lesser", self, other)
-    def __le__(self, other): return _call("lesser_equal", self, other)
-
-    def __iadd__(self, other): return self._inplace("add", other)
-    def __isub__(self, other): return self._inplace("subtract", other)
-    def __imul__(self, other): return self._inplace("multiply", other)
-    def __itruediv__(self, other): return self._inplace("divide", other)
-    def __imod__(self, other): return self._inplace("modulo", other)
 
     def _inplace(self, name, other):
         """`self op= other`: recorded as a new graph node when autograd needs it, otherwise
@@ -300,6 +275,10 @@ class NDArray:
         """Another handle on this array's data, graph position and gradient buffer, so a
         recorded in-place op can rebind `self` without its node taking `self` as input."""
         return self._view_as(type(self))
+
+
+registry.set_array_class(NDArray)
+operator_methods.define(NDArray, _call, operator_methods.LEGACY, inplace=True)
 
 
 def _to_context(array, ctx):
@@ -322,8 +301,9 @@ def _move(data, src, dst):
         return dst.xp.array(data, copy=True)
 
 
-def _raw_key(key, ctx):
-    """Translate an index: NDArrays become integer arrays on the indexed array's device."""
+def raw_index(key, ctx):
+    """The index `key` as the array module takes it: NDArrays in it become integer (or
+    bool) arrays on `ctx`, the indexed array's device; lists become arrays."""
     if isinstance(key, NDArray):
         return _index_array(key, ctx)
     if isinstance(key, tuple):
@@ -340,12 +320,6 @@ def _index_array(key, ctx):
     if data.dtype.kind == "f":
         return data.astype(np.int64)
     return data
-
-
-def _check_dtype_match(op_name, a, b):
-    if a.dtype != b.dtype:
-        raise DTypeError(f"{op_name}: operands have different dtypes {a.dtype} and {b.dtype}; "
-                         "cast one with .astype() first")
 
 
 __all__ = ["NDArray", "AutogradError"]

@@ -15,8 +15,8 @@ a zero-size dimension rather than "copy this dimension".
 import numpy as np
 
 from ..base import ShapeError
-from .ops_reduce import _norm_axis
-from .ops_shape import _is_basic
+from .ops_reduce import norm_axis
+from .ops_shape import is_basic_index
 from .registry import OPS, register
 
 DEFAULT_FLOAT = np.dtype(np.float32)   # MXNet's default float dtype
@@ -191,7 +191,7 @@ def _reduction(name, base, dtype_rule):
         data = _cast(data, np.dtype(dtype) if dtype is not None else dtype_rule(data.dtype))
         if isinstance(axis, tuple) and not axis:    # NumPy: reduce over no axis at all
             return data.copy(), lambda dy: (dy,)
-        axes = _norm_axis(base, axis, data.ndim)
+        axes = norm_axis(base, axis, data.ndim)
         result = _base(base)(xp, data, axis=axes, keepdims=keepdims)
         return _to_shape(result, _reduced_shape(data.shape, axes, keepdims))
     op.__name__ = name
@@ -209,7 +209,7 @@ _reduction("_np_min", "min", lambda d: d)
 def _arg_reduction(name, what, fn):
     def op(xp, data, axis=None, keepdims=False):
         if axis is not None:
-            axis = _norm_axis(name, axis, data.ndim)[0]
+            axis = norm_axis(name, axis, data.ndim)[0]
         if data.size == 0:
             raise ShapeError(f"{name}: the {what} of an empty array of shape {data.shape} "
                              "is undefined")
@@ -225,7 +225,7 @@ _arg_reduction("argmin", "minimum", lambda x, **kw: x.argmin(**kw))
 
 def _truth_reduction(name, fn):
     def op(xp, data, axis=None, keepdims=False):
-        axes = _norm_axis(name, axis, data.ndim)
+        axes = norm_axis(name, axis, data.ndim)
         return xp.asarray(fn(data, axis=axes, keepdims=keepdims)), None
     op.__name__ = name
     op.__doc__ = f"NumPy's {name} over `axis` (all axes when None), a bool array."
@@ -240,7 +240,7 @@ _truth_reduction("all", lambda x, **kw: x.all(**kw))
 def var(xp, data, axis=None, ddof=0, keepdims=False):
     """Variance over `axis`, divided by (n - ddof); integer inputs give float32."""
     x = _as_float(data)
-    axes = _norm_axis("var", axis, x.ndim)
+    axes = norm_axis("var", axis, x.ndim)
     n = 1
     for a in axes:
         n *= x.shape[a]
@@ -257,7 +257,7 @@ def var(xp, data, axis=None, ddof=0, keepdims=False):
 def cumsum(xp, data, axis=None, dtype=None):
     """Cumulative sum along `axis` (of the flattened array when None)."""
     flat = data.reshape(-1) if axis is None else data
-    ax = 0 if axis is None else _norm_axis("cumsum", axis, data.ndim)[0]
+    ax = 0 if axis is None else norm_axis("cumsum", axis, data.ndim)[0]
     target = np.dtype(dtype) if dtype is not None else _accumulator(data.dtype)
     out = xp.cumsum(flat, axis=ax, dtype=target)
 
@@ -282,7 +282,7 @@ def reshape(xp, data, newshape):
 def squeeze(xp, data, axis=None):
     """Remove size-1 dimensions (only those in `axis` when given); may give a 0-d array."""
     axes = tuple(i for i, n in enumerate(data.shape) if n == 1) if axis is None \
-        else _norm_axis("squeeze", axis, data.ndim)
+        else norm_axis("squeeze", axis, data.ndim)
     return _to_shape(_base("squeeze")(xp, data, axis=axis),
                      _reduced_shape(data.shape, axes, False))
 
@@ -291,7 +291,7 @@ def squeeze(xp, data, axis=None):
 def getitem(xp, data, key):
     """data[key] with NumPy semantics; integer indices into every axis give a 0-d array."""
     result = _base("_getitem")(xp, data, key)
-    if not _is_basic(key):
+    if not is_basic_index(key):
         return result
     return _to_shape(result, data[key].shape)
 

@@ -6,7 +6,7 @@ from ..base import ShapeError
 from .registry import register
 
 
-def _norm_axis(name, axis, ndim, exclude=False):
+def norm_axis(name, axis, ndim, exclude=False):
     """MXNet axis argument -> a sorted tuple of non-negative axes.
 
     None and () mean all axes, with or without exclude (MXNet's ReduceAxesShapeImpl)."""
@@ -39,7 +39,7 @@ def _expand(g, shape, axes):
 
 def _reducer(name, forward, grad, aliases=()):
     def op(xp, data, axis=None, keepdims=False, exclude=False):
-        axes = _norm_axis(name, axis, data.ndim, exclude)
+        axes = norm_axis(name, axis, data.ndim, exclude)
         out = forward(xp, data, axes)
         out = xp.asarray(out).astype(data.dtype, copy=False)
         result = out.reshape(tuple(1 if i in axes else n for i, n in enumerate(data.shape))) \
@@ -94,7 +94,7 @@ def norm(xp, data, ord=2, axis=None, keepdims=False, out_dtype=None):
     """The L1 or L2 norm over `axis` (all elements when None)."""
     if ord not in (1, 2):
         raise ShapeError(f"norm: ord must be 1 or 2, got {ord}")
-    axes = _norm_axis("norm", axis, data.ndim)
+    axes = norm_axis("norm", axis, data.ndim)
     if ord == 1:
         out = xp.abs(data).sum(axis=axes, keepdims=True)
     else:
@@ -117,7 +117,7 @@ def _arg_reducer(name, fn):
             out = fn(xp, data.reshape(-1), 0)
             out = out.reshape((1,) * data.ndim) if keepdims else out
         else:
-            ax = _norm_axis(name, axis, data.ndim)[0]
+            ax = norm_axis(name, axis, data.ndim)[0]
             out = fn(xp, data, ax)
             if keepdims:
                 out = xp.expand_dims(out, ax)
@@ -142,7 +142,7 @@ def _softmax_core(xp, data, axis, temperature):
 @register("softmax")
 def softmax(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
     """exp(x) / sum(exp(x)) along `axis`, computed stably."""
-    _norm_axis("softmax", axis, data.ndim)
+    norm_axis("softmax", axis, data.ndim)
     e = xp.exp(_softmax_core(xp, data, axis, temperature))
     out = e / e.sum(axis=axis, keepdims=True)
     t = temperature or 1.0
@@ -155,7 +155,7 @@ def softmax(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
 @register("log_softmax")
 def log_softmax(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
     """log(softmax(x)) along `axis`, without the loss of precision of taking the log after."""
-    _norm_axis("log_softmax", axis, data.ndim)
+    norm_axis("log_softmax", axis, data.ndim)
     z = _softmax_core(xp, data, axis, temperature)
     out = z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
     t = temperature or 1.0
@@ -177,7 +177,7 @@ def topk(xp, data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="floa
     """The k largest (or smallest) entries along `axis`: indices, values, both, or a mask."""
     if ret_typ not in ("indices", "value", "both", "mask"):
         raise ShapeError(f"topk: ret_typ must be indices, value, both or mask, got {ret_typ!r}")
-    ax = _norm_axis("topk", axis, data.ndim)[0] if axis is not None else None
+    ax = norm_axis("topk", axis, data.ndim)[0] if axis is not None else None
     flat = data.reshape(-1) if ax is None else data
     ax = 0 if ax is None else ax
     n = flat.shape[ax]

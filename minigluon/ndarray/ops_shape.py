@@ -4,7 +4,7 @@ and the `x[key]` read that NDArray.__getitem__ uses."""
 import numpy as np
 
 from ..base import ShapeError
-from .ops_reduce import _norm_axis
+from .ops_reduce import norm_axis
 from .registry import check_same_dtype, register
 
 
@@ -103,7 +103,7 @@ def transpose(xp, data, axes=None):
 @register("swapaxes", aliases=("SwapAxis",))
 def swapaxes(xp, data, dim1=0, dim2=0):
     """Exchange two axes."""
-    _norm_axis("swapaxes", (dim1,), data.ndim), _norm_axis("swapaxes", (dim2,), data.ndim)
+    norm_axis("swapaxes", (dim1,), data.ndim), norm_axis("swapaxes", (dim2,), data.ndim)
     return xp.swapaxes(data, dim1, dim2), lambda dy: (xp.swapaxes(dy, dim1, dim2),)
 
 
@@ -119,7 +119,7 @@ def expand_dims(xp, data, axis):
 def squeeze(xp, data, axis=None):
     """Remove dimensions of size 1 (only those in `axis` when given)."""
     if axis is not None:
-        axes = _norm_axis("squeeze", axis, data.ndim)
+        axes = norm_axis("squeeze", axis, data.ndim)
         bad = [a for a in axes if data.shape[a] != 1]
         if bad:
             raise ShapeError(f"squeeze: axis {bad} of shape {data.shape} is not of size 1")
@@ -141,7 +141,7 @@ def flatten(xp, data):
 @register("split", aliases=("SliceChannel",))
 def split(xp, data, num_outputs, axis=1, squeeze_axis=False):
     """Split into `num_outputs` equal parts along `axis`; returns a list of arrays."""
-    ax = _norm_axis("split", axis, data.ndim)[0]
+    ax = norm_axis("split", axis, data.ndim)[0]
     if num_outputs <= 0 or data.shape[ax] % num_outputs:
         raise ShapeError(f"split: axis {axis} of shape {data.shape} cannot be split into "
                          f"{num_outputs} equal parts")
@@ -176,7 +176,7 @@ def slice_op(xp, data, begin, end, step=()):
 @register("slice_axis")
 def slice_axis(xp, data, axis, begin, end):
     """data[begin:end] along one axis."""
-    ax = _norm_axis("slice_axis", axis, data.ndim)[0]
+    ax = norm_axis("slice_axis", axis, data.ndim)[0]
     key = (slice(None),) * ax + (slice(begin, end),)
     return data[key].copy(), lambda dy: (_scatter_into(xp, data, key, dy),)
 
@@ -198,7 +198,9 @@ def _scatter_add(xp, shape, dtype, key, dy):
     return g
 
 
-def _is_basic(key):
+def is_basic_index(key):
+    """True if `key` indexes by ints, slices, None and Ellipsis only (NumPy's basic
+    indexing, which gives a view), False for integer or bool array indices."""
     parts = key if isinstance(key, tuple) else (key,)
     return all(isinstance(k, (int, np.integer, slice)) or k is None or k is Ellipsis
                for k in parts)
@@ -209,12 +211,12 @@ def getitem(xp, data, key):
     """data[key] with NumPy semantics (basic keys give views, advanced keys copies)."""
     try:
         out = data[key]
-        if _is_basic(key) and xp.ndim(out) == 0:
+        if is_basic_index(key) and xp.ndim(out) == 0:
             # MXNet 1.x has no 0-d arrays: x[i] of a 1-D x is a (1,) view
             out = data[(key if isinstance(key, tuple) else (key,)) + (None,)]
     except IndexError as err:
         raise ShapeError(f"index {key!r} is out of bounds for shape {data.shape}: {err}") from None
-    if _is_basic(key):
+    if is_basic_index(key):
         return out, lambda dy: (_scatter_into(xp, data, key, dy.reshape(data[key].shape)),)
     return out, lambda dy: (_scatter_add(xp, data.shape, data.dtype, key, dy),)
 
@@ -235,7 +237,7 @@ def _index(xp, indices, size, mode, name):
 @register("take", inputs=("a", "indices"))
 def take(xp, a, indices, axis=0, mode="clip"):
     """Gather slices of `a` along `axis` at `indices` (clipped, wrapped, or checked)."""
-    ax = _norm_axis("take", axis, a.ndim)[0]
+    ax = norm_axis("take", axis, a.ndim)[0]
     idx = _index(xp, indices, a.shape[ax], mode, "take")
     out = xp.take(a, idx, axis=ax)
 
@@ -248,7 +250,7 @@ def take(xp, a, indices, axis=0, mode="clip"):
 @register("pick", inputs=("data", "index"))
 def pick(xp, data, index, axis=-1, keepdims=False, mode="clip"):
     """Pick one element per row along `axis`: out[i] = data[i, index[i]]."""
-    ax = _norm_axis("pick", axis, data.ndim)[0]
+    ax = norm_axis("pick", axis, data.ndim)[0]
     expected = data.shape[:ax] + data.shape[ax + 1:]
     if tuple(index.shape) not in (expected, data.shape[:ax] + (1,) + data.shape[ax + 1:]):
         raise ShapeError(f"pick: index shape {index.shape} must be {expected} for data of "
@@ -296,7 +298,7 @@ def repeat(xp, data, repeats, axis=None):
     if axis is None:
         out = xp.repeat(data.reshape(-1), repeats)
         return out, lambda dy: (dy.reshape(-1, repeats).sum(axis=1).reshape(data.shape),)
-    ax = _norm_axis("repeat", axis, data.ndim)[0]
+    ax = norm_axis("repeat", axis, data.ndim)[0]
     out = xp.repeat(data, repeats, axis=ax)
 
     def backward(dy):
@@ -353,7 +355,7 @@ def concat(xp, *data, dim=1, num_args=None):
     if not data:
         raise ShapeError("concat: needs at least one array")
     check_same_dtype("concat", *data)
-    ax = _norm_axis("concat", dim, data[0].ndim)[0]
+    ax = norm_axis("concat", dim, data[0].ndim)[0]
     rest = {d.shape[:ax] + d.shape[ax + 1:] for d in data}
     if len(rest) != 1:
         raise ShapeError(f"concat: shapes {[d.shape for d in data]} differ outside dim {dim}")
@@ -378,7 +380,7 @@ def stack(xp, *data, axis=0, num_args=None):
 @register("flip", aliases=("reverse",))
 def flip(xp, data, axis):
     """Reverse the order of elements along `axis`."""
-    axes = _norm_axis("flip", axis, data.ndim)
+    axes = norm_axis("flip", axis, data.ndim)
     return xp.flip(data, axes).copy(), lambda dy: (xp.flip(dy, axes),)
 
 

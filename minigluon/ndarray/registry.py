@@ -8,14 +8,24 @@ sums them back to each input's shape.
 
 `invoke` is the one bridge from NDArrays to ops: it checks devices, unwraps, runs the op on
 the right device, wraps the result and records a tape node when autograd is recording.
-NDArray methods, `mx.nd.*` functions and (later) symbols all go through it.
+NDArray methods, `mx.nd.*` functions and (later) symbols all go through it. The registry
+sits below the array class that calls it: ndarray.py hands it that class once, at import,
+with `set_array_class`.
 """
 import functools
 
 from .. import autograd, profiler
 from ..base import ContextError, DTypeError, MXNetError, numeric_types
+from ..context import current_context
 
 OPS = {}
+_Array = None   # the array class results are wrapped in (NDArray), set by set_array_class
+
+
+def set_array_class(cls):
+    """Make `cls` the class `invoke` unwraps inputs of and wraps results in (by default)."""
+    global _Array
+    _Array = cls
 
 
 class OpDef:
@@ -53,7 +63,7 @@ def get(name):
         raise MXNetError(f"unknown operator {name!r}") from None
 
 
-def _split_args(op, args, kwargs):
+def split_args(op, args, kwargs):
     """Separate array inputs from attributes, accepting inputs by position or by name."""
     if op.variadic:
         return list(args), (), kwargs
@@ -95,11 +105,10 @@ def _common_context(op, inputs):
 
 def invoke(op, args, kwargs, out=None):
     """Run `op` on NDArray (or scalar) arguments; returns NDArray(s)."""
-    from .ndarray import NDArray, current_context
-    inputs, extra, attrs = _split_args(op, args, kwargs)
+    inputs, extra, attrs = split_args(op, args, kwargs)
     attrs.pop("name", None)
     ctx = _common_context(op, inputs) or attrs.pop("ctx", None) or current_context()
-    raw = [x._data if isinstance(x, NDArray) else x for x in inputs]
+    raw = [x._data if isinstance(x, _Array) else x for x in inputs]
     with ctx.scope():
         try:
             if profiler._running:
@@ -112,7 +121,7 @@ def invoke(op, args, kwargs, out=None):
         except TypeError as err:
             raise MXNetError(f"{op.name}: bad arguments ({err})") from None
     multi = isinstance(result, tuple)
-    cls = _result_class(inputs, base=NDArray)
+    cls = _result_class(inputs, base=_Array)
     # asarray: NumPy ufuncs turn 0-d arrays into scalars, which have no buffer to wrap
     outputs = [cls(ctx.xp.asarray(r), ctx) for r in (result if multi else (result,))]
     if backward is not None and autograd.is_recording():
@@ -131,8 +140,7 @@ def _result_class(inputs, base):
 
 
 def _record(op, inputs, outputs, backward):
-    from .ndarray import NDArray
-    arrays = [x if isinstance(x, NDArray) else None for x in inputs]
+    arrays = [x if isinstance(x, _Array) else None for x in inputs]
     need = tuple(x is not None and autograd.needs_grad(x) for x in arrays)
     if not any(need):
         return

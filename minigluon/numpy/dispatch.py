@@ -7,6 +7,7 @@ runs call the same op.
 """
 import numpy as _np
 
+from ..ndarray import creation as _nd_creation
 from ..ndarray.ndarray import NDArray
 from ..ndarray.registry import OPS, invoke
 from ..symbol.symbol import Symbol, apply_op
@@ -21,8 +22,19 @@ def as_input(x):
         return x
     if isinstance(x, (NDArray, Symbol)):
         return x.as_np_ndarray() if type(x) in (NDArray, Symbol) else x
-    from .multiarray import array
-    return array(x)
+    return new_array(x)
+
+
+def new_array(obj, ctx=None, dtype=None):
+    """A new mx.np.ndarray holding a copy of `obj`: the body of `mx.np.array`.
+
+    The dtype is `obj`'s when it has one (NumPy and mx arrays), else float32. It lives here,
+    below the module of the ndarray class (whose methods use `call`), and gets that class
+    through `as_np_ndarray()`.
+    """
+    if dtype is None and hasattr(obj, "dtype") and not isinstance(obj, type):
+        dtype = _np.dtype(obj.dtype)
+    return _nd_creation.array(obj, ctx=ctx, dtype=dtype).as_np_ndarray()
 
 
 def call(name, *args, **attrs):

@@ -1,5 +1,6 @@
 """The operators and methods with NumPy semantics that mx.np.ndarray and its symbol twin
 share, so a HybridBlock traced in NumPy mode builds the same ops it runs imperatively."""
+from ..ndarray import operator_methods
 from .dispatch import call
 
 
@@ -15,35 +16,7 @@ class NumpyMethods:
 
     __slots__ = ()
 
-    def __add__(self, other): return call("_np_add", self, other)
-    def __radd__(self, other): return call("_np_add", other, self)
-    def __sub__(self, other): return call("_np_subtract", self, other)
-    def __rsub__(self, other): return call("_np_subtract", other, self)
-    def __mul__(self, other): return call("_np_multiply", self, other)
-    def __rmul__(self, other): return call("_np_multiply", other, self)
-    def __truediv__(self, other): return call("_np_true_divide", self, other)
-    def __rtruediv__(self, other): return call("_np_true_divide", other, self)
-    def __mod__(self, other): return call("_np_modulo", self, other)
-    def __rmod__(self, other): return call("_np_modulo", other, self)
-    def __pow__(self, other): return call("_np_power", self, other)
-    def __rpow__(self, other): return call("_np_power", other, self)
-    def __matmul__(self, other): return call("_np_matmul", self, other)
-    def __rmatmul__(self, other): return call("_np_matmul", other, self)
-    def __neg__(self): return call("negative", self)
-    def __abs__(self): return call("abs", self)
-    def __eq__(self, other): return False if other is None else call("_np_equal", self, other)
-    def __ne__(self, other): return True if other is None else call("_np_not_equal", self, other)
-    def __gt__(self, other): return call("_np_greater", self, other)
-    def __ge__(self, other): return call("_np_greater_equal", self, other)
-    def __lt__(self, other): return call("_np_lesser", self, other)
-    def __le__(self, other): return call("_np_lesser_equal", self, other)
-    def __and__(self, other): return call("_np_bitwise_and", self, other)
-    def __rand__(self, other): return call("_np_bitwise_and", other, self)
-    def __or__(self, other): return call("_np_bitwise_or", self, other)
-    def __ror__(self, other): return call("_np_bitwise_or", other, self)
-    def __xor__(self, other): return call("_np_bitwise_xor", self, other)
-    def __rxor__(self, other): return call("_np_bitwise_xor", other, self)
-    def __invert__(self): return call("_np_invert", self)
+    # the dunder methods (NumPy-semantics ops) are added by operator_methods.define below
     __hash__ = object.__hash__
 
     # ---- shape --------------------------------------------------------------------------
@@ -147,3 +120,6 @@ class NumpyMethods:
     def dot(self, b):
         """NumPy's dot product with `b`."""
         return call("_np_dot", self, b)
+
+
+operator_methods.define(NumpyMethods, call, operator_methods.NUMPY)

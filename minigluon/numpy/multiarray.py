@@ -1,9 +1,8 @@
 """mx.np.ndarray: an NDArray with NumPy semantics, and `array()` to make one."""
-import numpy as _np
 
-from ..ndarray import creation as _nd_creation
-from ..ndarray.ndarray import NDArray, _raw_key
+from ..ndarray.ndarray import NDArray, raw_index, set_np_class
 from ..ndarray.registry import OPS, invoke
+from .dispatch import new_array
 from .methods import NumpyMethods
 
 
@@ -34,7 +33,7 @@ class ndarray(NumpyMethods, NDArray):   # noqa: N801 (NumPy's and MXNet's name)
         return self._ctx
 
     def __getitem__(self, key):
-        return invoke(OPS["_np_getitem"], [self], {"key": _raw_key(key, self._ctx)})
+        return invoke(OPS["_np_getitem"], [self], {"key": raw_index(key, self._ctx)})
 
     def as_np_ndarray(self):
         """This array (it already has NumPy semantics)."""
@@ -59,7 +58,12 @@ class ndarray(NumpyMethods, NDArray):   # noqa: N801 (NumPy's and MXNet's name)
         return str(self.asnumpy())
 
 
-def _context(ctx, device):
+set_np_class(ndarray)   # what NDArray.as_np_ndarray() returns
+
+
+def context_arg(ctx, device):
+    """The device from mx.np's two spellings of it, `ctx=` (MXNet 1.x) and `device=`
+    (MXNet 2); None if neither is given."""
     if ctx is not None and device is not None and ctx != device:
         raise ValueError(f"got ctx={ctx} and device={device}; give only one of them")
     return ctx if ctx is not None else device
@@ -79,7 +83,4 @@ def array(object, dtype=None, ctx=None, device=None):   # noqa: A002 (NumPy's na
     >>> mx.np.array([[1, 2], [3, 4]]).dtype
     dtype('float32')
     """
-    ctx = _context(ctx, device)
-    if dtype is None and hasattr(object, "dtype") and not isinstance(object, type):
-        dtype = _np.dtype(object.dtype)
-    return from_nd(_nd_creation.array(object, ctx=ctx, dtype=dtype))
+    return new_array(object, context_arg(ctx, device), dtype)

@@ -6,7 +6,7 @@ import numpy as _np
 
 from ..ndarray import random as _nd_random
 from .dispatch import as_input
-from .multiarray import _context, from_nd
+from .multiarray import context_arg, from_nd
 
 __all__ = ["uniform", "normal", "randint", "shuffle"]
 
@@ -28,12 +28,12 @@ def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, device=None):
     >>> mx.np.random.uniform(-1, 1, size=(2, 3)).shape
     (2, 3)
     """
-    return _draw(_nd_random.uniform, (low, high), size, dtype, _context(ctx, device))
+    return _draw(_nd_random.uniform, (low, high), size, dtype, context_arg(ctx, device))
 
 
 def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None):
     """Samples from the normal distribution N(loc, scale**2); float32 by default."""
-    return _draw(_nd_random.normal, (loc, scale), size, dtype, _context(ctx, device))
+    return _draw(_nd_random.normal, (loc, scale), size, dtype, context_arg(ctx, device))
 
 
 def randint(low, high=None, size=None, dtype=None, ctx=None, device=None):
@@ -42,7 +42,7 @@ def randint(low, high=None, size=None, dtype=None, ctx=None, device=None):
     if high is None:
         low, high = 0, low
     return from_nd(_nd_random.randint(low, high, () if size is None else size,
-                                      dtype or _np.int64, _context(ctx, device)))
+                                      dtype or _np.int64, context_arg(ctx, device)))
 
 
 def shuffle(x):

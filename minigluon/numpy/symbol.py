@@ -6,7 +6,7 @@ take arrays are mx.np's own (they add graph nodes when given symbols); the creat
 functions below make graph constants instead of arrays.
 """
 from ..ndarray.registry import OPS
-from ..symbol.symbol import Symbol, apply_op
+from ..symbol.symbol import Symbol, apply_op, set_np_class
 from .dispatch import call
 from .methods import NumpyMethods
 
@@ -28,6 +28,9 @@ class _Symbol(NumpyMethods, Symbol):
 
     def as_np_ndarray(self):
         return self
+
+
+set_np_class(_Symbol)   # what Symbol.as_np_ndarray() returns
 
 
 def _constant(op_name, **attrs):

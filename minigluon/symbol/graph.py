@@ -7,7 +7,6 @@ Backward replays the steps' closures in reverse. Before the first run, `rewrite.
 reorders steps where that gives the same values with less work.
 """
 from .. import autograd, profiler
-from ..autograd import _fit_grad
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from . import rewrite
@@ -132,4 +131,4 @@ def _fit_raw(grad, value):
     """Sum a broadcast gradient back to the shape (and dtype) of the value it is for."""
     if not hasattr(value, "shape"):
         return grad
-    return _fit_grad(grad, _Shape(value))
+    return autograd.fit_grad(grad, _Shape(value))

@@ -15,10 +15,17 @@ import json
 import numpy as np
 
 from ..base import MXNetError
-from ..ndarray import registry
+from ..ndarray import operator_methods, registry
 
 _counters = {}
 _node_seq = itertools.count()
+_np_class = None   # mx.np's symbol class, registered by mx.np (which sits above symbol)
+
+
+def set_np_class(cls):
+    """Make `cls` (mx.np's `_Symbol`) the class `Symbol.as_np_ndarray()` returns."""
+    global _np_class
+    _np_class = cls
 
 
 def _auto_name(op_name):
@@ -186,27 +193,7 @@ class Symbol:
         with open(fname, "w") as f:
             f.write(self.tojson())
 
-    # ---- operators ----------------------------------------------------------------------
-    def __add__(self, o): return _apply("add", self, o)
-    def __radd__(self, o): return _apply("add", o, self)
-    def __sub__(self, o): return _apply("subtract", self, o)
-    def __rsub__(self, o): return _apply("subtract", o, self)
-    def __mul__(self, o): return _apply("multiply", self, o)
-    def __rmul__(self, o): return _apply("multiply", o, self)
-    def __truediv__(self, o): return _apply("divide", self, o)
-    def __rtruediv__(self, o): return _apply("divide", o, self)
-    def __mod__(self, o): return _apply("modulo", self, o)
-    def __rmod__(self, o): return _apply("modulo", o, self)
-    def __pow__(self, o): return _apply("power", self, o)
-    def __rpow__(self, o): return _apply("power", o, self)
-    def __neg__(self): return _apply("negative", self)
-    def __abs__(self): return _apply("abs", self)
-    def __gt__(self, o): return _apply("greater", self, o)
-    def __ge__(self, o): return _apply("greater_equal", self, o)
-    def __lt__(self, o): return _apply("lesser", self, o)
-    def __le__(self, o): return _apply("lesser_equal", self, o)
-    def __eq__(self, o): return _apply("equal", self, o)
-    def __ne__(self, o): return _apply("not_equal", self, o)
+    # ---- operators: the dunder methods are added by operator_methods.define below ----
     __hash__ = object.__hash__
 
     def reshape(self, *shape, **kwargs):
@@ -225,12 +212,18 @@ class Symbol:
 
     def as_np_ndarray(self):
         """This symbol with mx.np semantics (operators and methods as on mx.np.ndarray)."""
-        from ..numpy.symbol import _Symbol
-        return _Symbol(self._outputs)
+        return _np_class(self._outputs)
 
     def as_nd_ndarray(self):
         """This symbol with legacy mx.sym semantics."""
         return self if type(self) is Symbol else Symbol(self._outputs)
+
+
+def _apply(op_name, *args, **kwargs):
+    return apply_op(registry.OPS[op_name], args, kwargs)
+
+
+operator_methods.define(Symbol, _apply, operator_methods.LEGACY, none_check=False)
 
 
 def _jsonable(value):
@@ -305,16 +298,12 @@ def _entry_of(x, op_name):
     return x
 
 
-def _apply(op_name, *args, **kwargs):
-    return apply_op(registry.OPS[op_name], args, kwargs)
-
-
 def apply_op(op, args, kwargs):
     """Build the node for `op` applied to Symbols (and literals); returns its Symbol."""
     kwargs = dict(kwargs)
     name = kwargs.pop("name", None)
     kwargs.pop("out", None)
-    inputs, extra, attrs = registry._split_args(op, args, kwargs)
+    inputs, extra, attrs = registry.split_args(op, args, kwargs)
     if extra:
         fn_params = op.fn.__code__.co_varnames[1 + len(op.inputs):op.fn.__code__.co_argcount]
         if len(extra) > len(fn_params):
