@@ -118,4 +118,3 @@ def imread(filename, flag=1, to_rgb=True, out=None):
         return imdecode(buf, flag, to_rgb, out)
     except ImageFormatError as err:
         raise ImageFormatError(f"{filename}: {err}") from None
-

@@ -46,4 +46,3 @@ def encode(img, fmt, quality):
     options = {"quality": int(quality)} if fmt == "JPEG" else {}
     pil.fromarray(np.ascontiguousarray(arr)).save(out, fmt, **options)
     return out.getvalue()
-

@@ -199,4 +199,3 @@ def encode(img, level=6, filter_type=None):
                 + struct.pack(">I", zlib.crc32(ctype_ + body) & 0xffffffff))
     ihdr = struct.pack(">IIBBBBB", width, height, 8, ctype, 0, 0, 0)
     return SIGNATURE + chunk(b"IHDR", ihdr) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
-

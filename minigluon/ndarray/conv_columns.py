@@ -114,6 +114,8 @@ class Columns:
     def _spatial(self, per_axis):
         return (slice(None),) + per_axis + (slice(None),) if self.inner else \
             (slice(None), slice(None)) + per_axis
+
+
 def columns(xp, win, groups, batch, channels):
     """Columns in the faster layout for this window (see _SHORT_ROW)."""
     inner = batch > 1 and win.out[-1] < _SHORT_ROW

@@ -200,10 +200,10 @@ def host_conv(win, groups, channels, dtype):
         return HostWinograd(win, channels, dtype)
     return HostConv(win, groups, channels, dtype)
 
+
 def host_max_pool(data, win, convention):
     """2-D max pooling of a host array with minigluon_ext's kernels; argmax kept for backward."""
     x = np.ascontiguousarray(data)
     out, argmax = ext.max_pool2d(x, win.kernel, win.stride, win.pad, convention)
     return out, lambda dy: (ext.max_pool2d_backward(np.ascontiguousarray(dy, dtype=x.dtype),
                                                     argmax, x.shape[2:]),)
-

@@ -76,4 +76,3 @@ class Window:
 
     def crop(self):
         return tuple(slice(p, p + n) for p, n in zip(self.pad, self.size))
-

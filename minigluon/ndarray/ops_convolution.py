@@ -23,6 +23,8 @@ def bias_grad(xp, dy):
     # a matrix-vector product sums much faster than a multi-axis reduction
     per_sample = dy.reshape(dy.shape[0], dy.shape[1], -1)
     return (per_sample @ xp.ones(per_sample.shape[2], dtype=dy.dtype)).sum(axis=0)
+
+
 def check_groups(op, channels, filters, groups):
     if groups < 1 or channels % groups or filters % groups:
         raise ShapeError(f"{op}: num_group={groups} must divide both the data's {channels} "
@@ -78,4 +80,3 @@ def convolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), pa
         dw = cols.weight_grad(rows, grid, weight) if need[1] else None
         return dx, dw, (bias_grad(xp, dy) if use_bias and need[2] else None)
     return out, backward
-

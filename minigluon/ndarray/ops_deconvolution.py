@@ -88,4 +88,3 @@ def _host_deconvolution(conv, data, weight, bias):
         _, dw = conv.backward(data, dy, weight, need_x=False)
         return dx, dw, (bias_grad(np, dy) if bias is not None else None)
     return out, backward
-

@@ -147,6 +147,7 @@ class _Pool:
         grid[(slice(None), slice(None)) + win.crop()] = x
         return grid
 
+
 def _avg_divisor(xp, win, count_include_pad, dtype):
     """Per-output window sizes, as MXNet counts them, broadcastable against the output."""
     div = None
