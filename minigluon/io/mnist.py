@@ -5,8 +5,8 @@ import os
 import numpy as np
 
 from ..base import MXNetError
-from ..gluon.data.vision.datasets import _read_idx
 from .base import check_count
+from .idx import read_idx
 from .native import PLUMBING_ARGS, NativeIter, check_kwargs, split_part
 
 __all__ = ["MNISTIter"]
@@ -94,7 +94,7 @@ class MNISTIter(NativeIter):
     @staticmethod
     def _load(image, label):
         image, label = _resolve(image, "image"), _resolve(label, "label")
-        images, labels = _read_idx(image, 3), _read_idx(label, 1)
+        images, labels = read_idx(image, 3), read_idx(label, 1)
         if len(images) != len(labels):
             raise MXNetError(f"MNISTIter: {image!r} holds {len(images)} images but {label!r} "
                              f"holds {len(labels)} labels; pass matching files")
