@@ -7,7 +7,7 @@ import numpy as np
 from ..base import MXNetError
 from .base import check_count
 from .idx import read_idx
-from .native import PLUMBING_ARGS, NativeIter, check_kwargs, split_part
+from .single_source import PLUMBING_ARGS, SingleSourceIter, check_kwargs, split_part
 
 __all__ = ["MNISTIter"]
 
@@ -31,7 +31,7 @@ def _resolve(path, what):
                          f"help: pass {what}= the path of the IDX file (.gz is fine)")
 
 
-class MNISTIter(NativeIter):
+class MNISTIter(SingleSourceIter):
     """Iterate over MNIST from its IDX files (`train-images-idx3-ubyte` and labels).
 
     Pixels are scaled by 1/256 to float32 in [0, 1), as MXNet does. Batches hold
