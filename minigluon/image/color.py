@@ -13,6 +13,7 @@ def _to_gray(img):
 
 
 def apply_flag(img, flag, to_rgb):
+    """The channels imdecode's `flag` asks for (0 gray, 1 colour, -1 as stored), RGB or BGR."""
     channels = img.shape[2]
     if flag == 0:
         img = img[:, :, :1] if channels <= 2 else _to_gray(img)

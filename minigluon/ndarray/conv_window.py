@@ -24,6 +24,7 @@ def per_axis(op, name, value, n, default):
 
 
 def kernel_attr(op, kernel):
+    """The `kernel` attribute as a tuple of positive ints (an int means a 1-D kernel)."""
     kernel = (kernel,) if isinstance(kernel, (int, np.integer)) else tuple(kernel or ())
     if not kernel or min(kernel) < 1:
         raise ShapeError(f"{op}: kernel must be a tuple of positive sizes, one per spatial "
@@ -32,6 +33,7 @@ def kernel_attr(op, kernel):
 
 
 def check_layout(op, layout, data, n):
+    """Raise unless `data` is channel-first with `n` spatial axes, as `layout` must say."""
     if n not in _LAYOUTS:
         raise ShapeError(f"{op}: kernel must have 1, 2 or 3 entries, got {n}")
     if data.ndim != n + 2:

@@ -16,22 +16,26 @@ __all__ = ["convolution", "check_groups", "check_param", "bias_view", "bias_grad
 
 
 def bias_view(bias, nsp):
+    """Bias (F,) as (1, F, 1, ...) to add to an NC* output with `nsp` spatial axes."""
     return bias.reshape((1, -1) + (1,) * nsp)
 
 
 def bias_grad(xp, dy):
+    """The bias gradient: dy (N, F, *spatial) summed over every axis but F."""
     # a matrix-vector product sums much faster than a multi-axis reduction
     per_sample = dy.reshape(dy.shape[0], dy.shape[1], -1)
     return (per_sample @ xp.ones(per_sample.shape[2], dtype=dy.dtype)).sum(axis=0)
 
 
 def check_groups(op, channels, filters, groups):
+    """Raise unless num_group divides both the channels and the filters."""
     if groups < 1 or channels % groups or filters % groups:
         raise ShapeError(f"{op}: num_group={groups} must divide both the data's {channels} "
                          f"channels and num_filter={filters}")
 
 
 def check_param(op, name, array, expected, hint):
+    """Raise if parameter `array` (None: absent) does not have the `expected` shape."""
     if array is not None and tuple(array.shape) != tuple(expected):
         raise ShapeError(f"{op}: {name} has shape {tuple(array.shape)}, expected "
                          f"{tuple(expected)} = {hint}")

@@ -28,6 +28,7 @@ def default_batchify_fn(data):
 
 
 def host_array(item):
+    """The NumPy array of an NDArray (a copy only off the CPU); other items as they are."""
     if isinstance(item, NDArray):
         return item._data if isinstance(item._data, np.ndarray) else item.asnumpy()
     return item
@@ -45,6 +46,7 @@ def default_mp_batchify_fn(data):
 
 
 def as_in_context(data, ctx):
+    """NDArrays of a (nested list or tuple) batch moved to `ctx`."""
     if isinstance(data, NDArray):
         return data.as_in_context(ctx)
     if isinstance(data, (list, tuple)):

@@ -85,12 +85,14 @@ class Arena:
 
 
 def copy_out(block, shared):
+    """A copy of array `shared` out of `block` (an NDArray if it was one)."""
     data = np.ndarray(shared.shape, shared.dtype, buffer=block.buf,
                       offset=shared.offset).copy()
     return in_array_mode(NDArray(data, cpu())) if shared.is_nd else data
 
 
 def unlink_block(name):
+    """Unlink shared-memory block `name`, if it still exists."""
     try:
         block = shared_memory.SharedMemory(name=name)
     except OSError:     # already gone

@@ -31,6 +31,8 @@ def _describe(err, who, indices):
 
 
 def reraise(error):
+    """Raise, in the main process, the error a worker described (RuntimeError if its type
+    does not rebuild)."""
     etype, text = error
     try:
         exc = etype(_Message(text)) if etype is not None else None
@@ -48,6 +50,7 @@ def run_task(dataset, batchify_fn, indices, who, pack):
 
 
 def seed_worker(seed):
+    """Seed Python's, NumPy's and minigluon's random streams in a worker."""
     # forked workers start with the parent's random state: give each its own stream
     import random
     random.seed(seed)
