@@ -254,7 +254,24 @@ class HuberLoss(Loss):
         return self._mean(F, loss, sample_weight)
 
 
-class HingeLoss(Loss):
+class _MarginLoss(Loss):
+    """What HingeLoss and SquaredHingeLoss share: the gap max(0, margin - pred * label),
+    squared when `_squared` is set."""
+
+    _label_like_pred = True
+    _squared = False
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = self._reshape_like_pred(F, label, pred)
+        gap = F.relu(self._margin - pred * label)
+        return self._mean(F, F.square(gap) if self._squared else gap, sample_weight)
+
+
+class HingeLoss(_MarginLoss):
     """Hinge loss for labels in {-1, 1}: max(0, margin - pred * label).
 
     Inputs:
@@ -265,18 +282,8 @@ class HingeLoss(Loss):
         - **loss**: (N,).
     """
 
-    _label_like_pred = True
 
-    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
-        super().__init__(weight, batch_axis, **kwargs)
-        self._margin = margin
-
-    def hybrid_forward(self, F, pred, label, sample_weight=None):
-        label = self._reshape_like_pred(F, label, pred)
-        return self._mean(F, F.relu(self._margin - pred * label), sample_weight)
-
-
-class SquaredHingeLoss(Loss):
+class SquaredHingeLoss(_MarginLoss):
     """Squared hinge loss for labels in {-1, 1}: max(0, margin - pred * label)^2.
 
     Inputs:
@@ -287,15 +294,7 @@ class SquaredHingeLoss(Loss):
         - **loss**: (N,).
     """
 
-    _label_like_pred = True
-
-    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
-        super().__init__(weight, batch_axis, **kwargs)
-        self._margin = margin
-
-    def hybrid_forward(self, F, pred, label, sample_weight=None):
-        label = self._reshape_like_pred(F, label, pred)
-        return self._mean(F, F.square(F.relu(self._margin - pred * label)), sample_weight)
+    _squared = True
 
 
 class LogisticLoss(Loss):

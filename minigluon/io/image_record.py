@@ -18,7 +18,7 @@ import numpy as np
 from .. import config, image, recordio
 from ..recordio import RecordIOError
 from .base import check_count
-from .native import PLUMBING_ARGS, NativeIter, check_kwargs, split_part
+from .single_source import PLUMBING_ARGS, SingleSourceIter, check_kwargs, split_part
 
 __all__ = ["ImageRecordIter"]
 
@@ -184,7 +184,7 @@ class _Decoder:
         return RecordIOError(f"ImageRecordIter: record {position} of {self.path!r} {what}")
 
 
-class ImageRecordIter(NativeIter):
+class ImageRecordIter(SingleSourceIter):
     """Iterate over images packed in a RecordIO file (by im2rec or `recordio.pack_img`).
 
     Batches hold `(batch_size,) + data_shape` float32 images (RGB, CHW) and

@@ -5,9 +5,9 @@ import os
 import numpy as np
 
 from ..base import MXNetError
-from ..gluon.data.vision.datasets import _read_idx
 from .base import check_count
-from .native import PLUMBING_ARGS, NativeIter, check_kwargs, split_part
+from .idx import read_idx
+from .single_source import PLUMBING_ARGS, SingleSourceIter, check_kwargs, split_part
 
 __all__ = ["MNISTIter"]
 
@@ -31,7 +31,7 @@ def _resolve(path, what):
                          f"help: pass {what}= the path of the IDX file (.gz is fine)")
 
 
-class MNISTIter(NativeIter):
+class MNISTIter(SingleSourceIter):
     """Iterate over MNIST from its IDX files (`train-images-idx3-ubyte` and labels).
 
     Pixels are scaled by 1/256 to float32 in [0, 1), as MXNet does. Batches hold
@@ -94,7 +94,7 @@ class MNISTIter(NativeIter):
     @staticmethod
     def _load(image, label):
         image, label = _resolve(image, "image"), _resolve(label, "label")
-        images, labels = _read_idx(image, 3), _read_idx(label, 1)
+        images, labels = read_idx(image, 3), read_idx(label, 1)
         if len(images) != len(labels):
             raise MXNetError(f"MNISTIter: {image!r} holds {len(images)} images but {label!r} "
                              f"holds {len(labels)} labels; pass matching files")

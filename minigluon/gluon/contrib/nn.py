@@ -3,13 +3,13 @@ concatenate), Identity, and PixelShuffle1D/2D/3D (sub-pixel upsampling)."""
 from ...base import MXNetError, ShapeError
 from ...ndarray.ndarray import NDArray
 from ..block import Block, HybridBlock
-from ..nn.basic_layers import _SequentialMixin
+from ..nn.basic_layers import SequentialMixin
 
 __all__ = ["Concurrent", "HybridConcurrent", "Identity", "PixelShuffle1D", "PixelShuffle2D",
            "PixelShuffle3D"]
 
 
-class Concurrent(_SequentialMixin, Block):
+class Concurrent(SequentialMixin, Block):
     """Feed the same input to every child and concatenate their outputs along `axis`
     (the branches of an Inception module).
 
@@ -28,7 +28,7 @@ class Concurrent(_SequentialMixin, Block):
         return nd.concat(*[block(x) for block in self._children.values()], dim=self.axis)
 
 
-class HybridConcurrent(_SequentialMixin, HybridBlock):
+class HybridConcurrent(SequentialMixin, HybridBlock):
     """Concurrent for HybridBlocks: hybridizes as one graph."""
 
     def __init__(self, axis=-1, prefix=None, params=None):

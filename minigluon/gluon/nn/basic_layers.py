@@ -22,7 +22,7 @@ def _check_size(layer, what, expected, data, got, fix):
 
 
 # ---- containers ---------------------------------------------------------------------------
-class _SequentialMixin:
+class SequentialMixin:
     """add / indexing / len / repr shared by Sequential and HybridSequential."""
 
     def add(self, *blocks):
@@ -48,7 +48,7 @@ class _SequentialMixin:
         return f"{type(self).__name__}(\n{body}\n)"
 
 
-class Sequential(_SequentialMixin, Block):
+class Sequential(SequentialMixin, Block):
     """Stack Blocks that run one after another.
 
     Example::
@@ -72,7 +72,7 @@ class Sequential(_SequentialMixin, Block):
         super().hybridize(active, **kwargs)
 
 
-class HybridSequential(_SequentialMixin, HybridBlock):
+class HybridSequential(SequentialMixin, HybridBlock):
     """Stack HybridBlocks that run one after another; hybridizes as one graph.
 
     Example::

@@ -10,13 +10,13 @@ from ... import ndarray as nd
 from ...base import MXNetError, ShapeError
 from ...ndarray.ndarray import NDArray
 from ..block import Block, HybridBlock
-from ..nn.basic_layers import _SequentialMixin
+from ..nn.basic_layers import SequentialMixin
 
 __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell",
            "SequentialRNNCell", "HybridSequentialRNNCell"]
 
 
-def _np_zeros_if_np_mode(func):
+def np_zeros_if_np_mode(func):
     """Under npx.set_np(), default states are mx.np arrays, like everything else there."""
     from ...numpy.mode import is_np_array
     if func is nd.zeros and is_np_array():
@@ -62,7 +62,7 @@ class RecurrentCell(Block):
 
     def begin_state(self, batch_size=0, func=nd.zeros, **kwargs):
         """Initial states for a batch: `func(shape=..., **kwargs)` for each state."""
-        func = _np_zeros_if_np_mode(func)
+        func = np_zeros_if_np_mode(func)
         return [func(shape=info["shape"], **kwargs) for info in self.state_info(batch_size)]
 
     def reset(self):
@@ -222,7 +222,7 @@ class GRUCell(_GatedCell):
         return h, [h]
 
 
-class _StackMixin(_SequentialMixin):
+class _StackMixin(SequentialMixin):
     """Cells applied one above the other; the states are the cells' states in order."""
 
     def state_info(self, batch_size=0):

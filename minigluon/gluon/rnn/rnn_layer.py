@@ -10,7 +10,7 @@ from ... import ndarray as nd
 from ...base import MXNetError, ShapeError
 from ...ndarray.ndarray import NDArray
 from ..block import HybridBlock
-from .rnn_cell import _np_zeros_if_np_mode, gru_step, lstm_step, rnn_step, unstack
+from .rnn_cell import gru_step, lstm_step, np_zeros_if_np_mode, rnn_step, unstack
 
 __all__ = ["RNN", "LSTM", "GRU"]
 
@@ -57,7 +57,7 @@ class _RNNLayer(HybridBlock):
 
     def begin_state(self, batch_size=0, func=nd.zeros, **kwargs):
         """Initial states: `func(shape=(num_layers * dirs, N, H), **kwargs)` for each."""
-        func = _np_zeros_if_np_mode(func)
+        func = np_zeros_if_np_mode(func)
         return [func(shape=info["shape"], **kwargs) for info in self.state_info(batch_size)]
 
     def infer_shape(self, x, *args):

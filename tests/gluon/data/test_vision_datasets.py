@@ -14,7 +14,7 @@ import pytest
 import minigluon as mx
 from minigluon import image, recordio
 from minigluon.gluon.data import vision
-from minigluon.gluon.data.vision import datasets as ds
+from minigluon.gluon.data.vision.datasets import downloads as ds   # download, digests, errors
 
 MNIST_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data",
                          "mnist-split")

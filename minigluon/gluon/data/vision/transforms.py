@@ -22,7 +22,7 @@ import numpy as np
 
 from .... import image
 from ....base import MXNetError, ShapeError
-from ....image import _np_image, _wrap   # NDArray <-> NumPy image, shared with mx.image
+from ....image.conversion import like_source, numpy_image
 from ....ndarray import random as _random
 from ...block import Block, HybridBlock
 from ...nn import Sequential
@@ -58,7 +58,7 @@ class _NumpyTransform:
     """Mixin: forward() runs `_transform` on the NumPy data of the input image."""
 
     def forward(self, x):
-        return _wrap(self._transform(_np_image(x, type(self).__name__)), x)
+        return like_source(self._transform(numpy_image(x, type(self).__name__)), x)
 
     def hybridize(self, active=True, **kwargs):
         """No effect: transforms always run imperatively."""

@@ -1,47 +1,16 @@
-"""`mx.recordio`: read and write MXNet RecordIO files (`.rec`) and their `.idx` indexes.
-
-The on-disk format is dmlc-core's, so files written here are read by MXNet (`ImageRecordIter`,
-`im2rec.py`) and the other way round. Each record is stored as
-
-    uint32 magic (0xced7230a) | uint32 lrec | payload | zero padding to a multiple of 4 bytes
-
-all little-endian, where `lrec` holds the payload length in its lower 29 bits and a
-continuation flag in its upper 3 bits: 0 a whole record, 1 the first part, 2 a middle part,
-3 the last part. The writer splits a record wherever the magic number occurs at a 4-byte
-aligned offset of the payload (dropping those 4 bytes); the reader puts the magic back
-between the parts. That keeps the magic word a reliable record boundary for splitting a
-file between readers.
-
-The `.idx` file is text, one `key<TAB>byte offset` line per record.
-
-Records of 2**29 bytes or more are out of scope (MXNet refuses them too).
-
-Example::
-
-    rec = mx.recordio.MXIndexedRecordIO('data.idx', 'data.rec', 'w')
-    rec.write_idx(0, mx.recordio.pack(mx.recordio.IRHeader(0, 3.0, 0, 0), b'payload'))
-    rec.close()
-"""
-import numbers
+"""RecordIO files (`.rec`) and their `.idx` indexes: `MXRecordIO` reads or writes records
+in order, `MXIndexedRecordIO` also by key. See the package doc for the on-disk framing."""
 import os
 import struct
-from collections import namedtuple
 
-import numpy as np
+from .errors import RecordIOError
 
-from .base import MXNetError
-
-__all__ = ["MXRecordIO", "MXIndexedRecordIO", "IRHeader", "pack", "unpack", "pack_img",
-           "unpack_img", "RecordIOError"]
+__all__ = ["MXRecordIO", "MXIndexedRecordIO"]
 
 _MAGIC = 0xced7230a
 _MAGIC_BYTES = struct.pack("<I", _MAGIC)
 _MAX_LENGTH = (1 << 29) - 1
 _FULL, _FIRST, _MIDDLE, _LAST = 0, 1, 2, 3
-
-
-class RecordIOError(MXNetError, IOError):
-    """A RecordIO file that cannot be read or written (corrupt, truncated, wrong mode...)."""
 
 
 def _pad(length):
@@ -318,83 +287,3 @@ class MXIndexedRecordIO(MXRecordIO):
         self.fidx.write(f"{key}\t{pos}\n")
         self.idx[key] = pos
         self.keys.append(key)
-
-
-# ---- record payloads: header + data --------------------------------------------------------
-IRHeader = namedtuple("HEADER", ["flag", "label", "id", "id2"])
-IRHeader.__doc__ = """Header of an image record.
-
-flag : int
-    0 when `label` is one number; otherwise the number of float32 labels stored before the
-    payload (pack() sets it).
-label : float or array of float
-    The label(s).
-id, id2 : int
-    Record ids (id2 is usually 0).
-"""
-_IR_FORMAT = "<IfQQ"
-_IR_SIZE = struct.calcsize(_IR_FORMAT)
-
-
-def pack(header, s):
-    """Pack a header and a payload into one record string.
-
-    >>> rec = pack(IRHeader(0, 1.0, 7, 0), b'data')            # one label
-    >>> rec = pack(IRHeader(0, [1.0, 2.0], 7, 0), b'data')     # several labels
-    """
-    header = IRHeader(*header)
-    if isinstance(header.label, numbers.Number):
-        header = header._replace(flag=0)
-    else:
-        label = np.asarray(header.label, dtype="<f4").ravel()
-        header = header._replace(flag=label.size, label=0)
-        s = label.tobytes() + bytes(s)
-    return struct.pack(_IR_FORMAT, *header) + bytes(s)
-
-
-def unpack(s):
-    """Split a record into (IRHeader, payload bytes); the inverse of pack()."""
-    if len(s) < _IR_SIZE:
-        raise RecordIOError(f"a packed record starts with a {_IR_SIZE}-byte header, got only "
-                            f"{len(s)} bytes")
-    header = IRHeader(*struct.unpack(_IR_FORMAT, s[:_IR_SIZE]))
-    s = s[_IR_SIZE:]
-    if header.flag > 0:
-        if len(s) < 4 * header.flag:
-            raise RecordIOError(f"record header announces {header.flag} labels but the record "
-                                f"holds only {len(s)} more bytes")
-        header = header._replace(label=np.frombuffer(s, "<f4", header.flag).astype(np.float32))
-        s = s[4 * header.flag:]
-    return header, s
-
-
-def pack_img(header, img, quality=95, img_fmt=None):
-    """Encode image `img` (HxW or HxWxC uint8, BGR channel order as with OpenCV) and pack it
-    with `header`.
-
-    `img_fmt` is '.jpg' (needs Pillow), '.png', '.ppm' or '.npy'. The default is '.jpg' when
-    Pillow is importable and '.png' otherwise (MXNet always defaults to '.jpg'). For PNG,
-    `quality` is the zlib level 0-9 (larger values mean the default level).
-
-    >>> rec = pack_img(IRHeader(0, 3.0, 0, 0), bgr_array, img_fmt='.png')
-    """
-    from . import image
-    if img_fmt is None:
-        img_fmt = ".jpg" if image.pillow_available() else ".png"
-    arr = np.asarray(img.asnumpy() if hasattr(img, "asnumpy") else img)
-    if arr.ndim == 3 and arr.shape[2] in (3, 4):
-        arr = arr[:, :, [2, 1, 0] + ([3] if arr.shape[2] == 4 else [])]   # BGR(A) -> RGB(A)
-    return pack(header, image.imencode(arr, img_fmt, quality))
-
-
-def unpack_img(s, iscolor=-1):
-    """Unpack a record made by pack_img into (IRHeader, image as a NumPy array in BGR order).
-
-    `iscolor`: -1 keeps the stored channels, 0 gives gray (HxW), 1 gives BGR (HxWx3).
-    """
-    from . import image
-    header, payload = unpack(s)
-    img = image.imdecode(payload, flag=iscolor, to_rgb=False).asnumpy()
-    if img.ndim == 3 and img.shape[2] == 1 and iscolor != 1:
-        img = img[:, :, 0]      # OpenCV returns a 2-D array for gray images
-    return header, img

@@ -57,7 +57,7 @@ def _is_default(value, default):
         return False
 
 
-class NativeIter(DataIter):
+class SingleSourceIter(DataIter):
     """Base of iterators with one data and one label source (MXNet's `MXDataIter` face).
 
     Subclasses call `super().__init__(...)` with the batch shapes and implement
