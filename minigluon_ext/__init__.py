@@ -39,8 +39,8 @@ The rule runs in the grad's dtype, except for float16 grads, which run in float3
 need a float32 residual (multi_precision style).  The threshold is rounded to that dtype
 (and, for dequantize, to out's dtype); it must be finite and > 0 after rounding.
 
-Layer kernels (contiguous float32 and float64 NumPy arrays; ops_conv, ops_nn and
-ops_elemwise call them on host arrays), multi-threaded over rows, planes or channels:
+Layer kernels (contiguous float32 and float64 NumPy arrays; minigluon.ndarray's conv_host,
+ops_nn and ops_elemwise call them on host arrays), multi-threaded over rows, planes or channels:
 
 - `im2col(x, kernel, stride, pad, dilate)`: (N, C, H, W) -> columns (C*kh*kw, N*oh*ow);
   row (c, i, j), column (n, y, x) holds x[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw], 0 in

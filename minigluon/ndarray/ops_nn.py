@@ -1,6 +1,7 @@
 """Neural-network operators that are not convolutions: FullyConnected, Dropout, Embedding,
-BatchNorm, LayerNorm, InstanceNorm, GroupNorm and softmax_cross_entropy. (Convolution, Deconvolution and Pooling
-live in ops_conv.py.)"""
+BatchNorm, LayerNorm, InstanceNorm, GroupNorm and softmax_cross_entropy. (Convolution,
+Deconvolution and Pooling live in ops_convolution.py, ops_deconvolution.py and
+ops_pooling.py.)"""
 import math
 
 import numpy as np
