@@ -21,6 +21,15 @@ from ..symbol.symbol import Symbol
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, assign_loaded
 
 
+def _own_params(prefix, shared):
+    """A block's ParameterDict: fresh under `prefix`, or looking parameters up in `shared`
+    under that dict's own prefix (so `Net(params=other.collect_params())` reuses other's
+    weights by their names)."""
+    if shared is None:
+        return ParameterDict(prefix)
+    return ParameterDict(shared.prefix, shared=shared)
+
+
 class _BlockScope:
     """Hands out unique name prefixes (`dense0_`, `dense1_`, ...) within the current scope."""
 
@@ -40,13 +49,19 @@ class _BlockScope:
                 count = counter.get(hint, 0)
                 counter[hint] = count + 1
                 prefix = f"{hint}{count}_"
-            return prefix, ParameterDict(prefix, shared=params)
+            return prefix, _own_params(prefix, params)
         if prefix is None:
             count = current._counter.get(hint, 0)
             current._counter[hint] = count + 1
             prefix = f"{hint}{count}_"
         parent = current._block
-        return parent.prefix + prefix, ParameterDict(parent.prefix + prefix, shared=params)
+        if params is None:
+            # a child of a block built on shared parameters shares from the same dict, under
+            # the names the sharing block's own children would have had
+            params = ParameterDict(parent.params.prefix + prefix, shared=parent.params._shared)
+        else:
+            params = _own_params(prefix, params)
+        return parent.prefix + prefix, params
 
     @staticmethod
     def _global_counter():

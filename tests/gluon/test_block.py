@@ -208,3 +208,25 @@ def test_a_hybridized_net_holding_a_recurrent_layer_retraces_per_sequence_length
         for x, want in zip(inputs, plain):
             np.testing.assert_array_equal(net(x).asnumpy(), want)
     assert len(net._cached) == 2
+
+
+class _TwoDense(gluon.Block):
+    def __init__(self, in_units=0, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.dense0 = gluon.nn.Dense(5, in_units=in_units)
+            self.dense1 = gluon.nn.Dense(5, in_units=in_units)
+
+    def forward(self, x):
+        return self.dense1(self.dense0(x))
+
+
+def test_a_net_built_on_another_nets_params_shares_its_children_weights():
+    net1 = _TwoDense(prefix="sh1_", in_units=5)
+    net2 = _TwoDense(prefix="sh2_", params=net1.collect_params())
+    net1.initialize()
+    assert net2.dense0.weight is net1.dense0.weight
+    assert net2.dense1.bias is net1.dense1.bias
+    x = nd.array(np.random.rand(3, 5))
+    np.testing.assert_allclose(net2(x).asnumpy(), net1(x).asnumpy())
+    assert net2.prefix == "sh2_" and net2.dense0.prefix == "sh2_dense0_"
