@@ -7,6 +7,7 @@ a graph (symbol.CachedGraph) and replays the graph on later calls.
 """
 from collections import OrderedDict
 import threading
+import warnings
 
 import numpy as np
 
@@ -106,7 +107,7 @@ class Block:
         existing = getattr(self, name, None)
         if isinstance(existing, (Block, Parameter)) and not isinstance(value, type(existing)) \
                 and value is not None:
-            raise MXNetError(f"changing attribute {name!r} of {self.name} from "
+            raise TypeError(f"changing attribute {name!r} of {self.name} from "
                              f"{type(existing).__name__} to {type(value).__name__} is not allowed")
         if isinstance(value, Block):
             self.register_child(value, name)
@@ -158,12 +159,25 @@ class Block:
         return out if select is None else out.select(f"(?:{select})$|(?:{select})")
 
     def _collect_into(self, out):
+        self._warn_unregistered_blocks()
         for name, param in self._params.items():
             out._params.setdefault(name, param)
         for param in self._reg_params.values():
             out._params.setdefault(param.name, param)
         for child in self._children.values():
             child._collect_into(out)
+
+    def _warn_unregistered_blocks(self):
+        """Warn about Blocks kept in a plain list, tuple or dict attribute: they are not
+        children, so their parameters would be silently left out."""
+        registered = {id(c) for c in self._children.values()}
+        for name, value in vars(self).items():
+            if isinstance(value, (list, tuple, dict)) and any(
+                    id(b) not in registered for b in _blocks_in(value)):
+                warnings.warn(f"{type(self).__name__}.{name} is a {type(value).__name__} "
+                              "holding Blocks, which are not registered as children, so their "
+                              "parameters are not collected; use nn.Sequential / "
+                              "nn.HybridSequential or register_child()", stacklevel=3)
 
     def _collect_params_with_prefix(self, prefix=""):
         """Parameters by structural name (`features.0.weight`), for save/load_parameters."""
@@ -422,6 +436,16 @@ def _flatten(out):
     if isinstance(out, Symbol) and len(out) > 1:
         return list(out), (list, [None] * len(out))
     return [out], None
+
+
+def _blocks_in(container):
+    """The Blocks inside a (nested) list, tuple or dict."""
+    items = container.values() if isinstance(container, dict) else container
+    for item in items:
+        if isinstance(item, Block):
+            yield item
+        elif isinstance(item, (list, tuple, dict)):
+            yield from _blocks_in(item)
 
 
 def _any_block(block, test):

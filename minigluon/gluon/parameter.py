@@ -39,6 +39,20 @@ def _shape_known(shape):
     return shape is not None and all(s > 0 for s in shape)
 
 
+class StorageTypeError(MXNetError, AssertionError):
+    """An unknown storage type; an AssertionError too, as MXNet asserts it."""
+
+
+_STYPES = ("default", "row_sparse", "csr")
+
+
+def _check_stype(name, what, stype):
+    if stype not in _STYPES:
+        raise StorageTypeError(f"Parameter {name!r}: {what} must be one of {list(_STYPES)}, "
+                               f"got {stype!r}")
+    return stype
+
+
 class Parameter:
     """A weight of a Block: `Parameter('weight', shape=(10, 0), init='xavier')`.
 
@@ -62,7 +76,8 @@ class Parameter:
         self._ctx_list = None
         self._deferred_init = ()   # (init, ctx_list, default_init, data) while waiting
         self._var = None
-        self.stype, self.grad_stype = stype, grad_stype
+        self.stype = _check_stype(name, "stype", stype)
+        self.grad_stype = _check_stype(name, "grad_stype", grad_stype)
 
     def __repr__(self):
         return f"Parameter {self.name} (shape={self.shape}, dtype={np.dtype(self.dtype).name})"

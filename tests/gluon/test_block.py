@@ -230,3 +230,38 @@ def test_a_net_built_on_another_nets_params_shares_its_children_weights():
     x = nd.array(np.random.rand(3, 5))
     np.testing.assert_allclose(net2(x).asnumpy(), net1(x).asnumpy())
     assert net2.prefix == "sh2_" and net2.dense0.prefix == "sh2_dense0_"
+
+
+def test_blocks_kept_in_a_plain_list_warn_when_params_are_collected():
+    class Listed(gluon.Block):
+        def __init__(self):
+            super().__init__()
+            self.layers = [gluon.nn.Dense(2), gluon.nn.Dense(3)]
+
+    class Sequenced(gluon.Block):
+        def __init__(self):
+            super().__init__()
+            self.layers = gluon.nn.Sequential()
+            self.layers.add(gluon.nn.Dense(2))
+            self.config = {"a": 1}
+
+    with pytest.warns(UserWarning, match="layers is a list holding Blocks"):
+        Listed().collect_params()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Sequenced().collect_params()
+
+
+def test_replacing_a_child_block_by_a_non_block_is_a_type_error():
+    b = gluon.Block()
+    b.child = gluon.Block()
+    with pytest.raises(TypeError, match="'child'.*from Block to tuple"):
+        b.child = (2,)
+
+
+def test_an_unknown_storage_type_is_refused_naming_it():
+    with pytest.raises(AssertionError, match="stype must be one of.*got 'dense'"):
+        gluon.Parameter("w", shape=(2,), stype="dense")
+    with pytest.raises(mx.base.MXNetError, match="grad_stype.*got 'bad'"):
+        gluon.Parameter("w", shape=(2,), grad_stype="bad")
