@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import minigluon as mx
+from minigluon import gluon
 from minigluon import autograd, nd
 from minigluon.base import MXNetError, ShapeError
 from minigluon.gluon import nn
@@ -106,3 +107,35 @@ def test_pixel_shuffle_names_bad_input():
         cnn.PixelShuffle2D(2)(nd.ones((1, 6, 2, 2)))
     with pytest.raises(MXNetError, match="factor must be a positive int or 2 of them"):
         cnn.PixelShuffle2D((2, 0))
+
+
+def test_sync_batchnorm_on_one_device_normalizes_with_the_batch_statistics():
+    x = np.random.RandomState(0).uniform(size=(6, 3, 4)).astype(np.float32)
+    bn = gluon.contrib.nn.SyncBatchNorm(in_channels=3, num_devices=1)
+    bn.initialize()
+    data = mx.nd.array(x)
+    data.attach_grad()
+    with mx.autograd.record():
+        out = bn(data)
+        (out ** 2).sum().backward()
+    mean = x.mean(axis=(0, 2), keepdims=True)
+    var = x.var(axis=(0, 2), keepdims=True)
+    np.testing.assert_allclose(out.asnumpy(), (x - mean) / np.sqrt(var + 1e-5), atol=1e-4)
+    np.testing.assert_allclose(bn.running_mean.data().asnumpy(), 0.1 * mean.ravel(), atol=1e-5)
+    # the loss sum(out**2) equals N*C*H minus eps terms, so its gradient is about zero
+    np.testing.assert_allclose(data.grad.asnumpy(), 0, atol=1e-2)
+
+
+def test_sync_batchnorm_matches_batchnorm_gradients_and_rejects_bad_num_devices():
+    x = mx.nd.array(np.random.RandomState(1).normal(size=(4, 2, 3)))
+    grads = []
+    for layer in (gluon.nn.BatchNorm(in_channels=2), gluon.contrib.nn.SyncBatchNorm(in_channels=2)):
+        layer.initialize()
+        xi = x.copy()
+        xi.attach_grad()
+        with mx.autograd.record():
+            (layer(xi) * mx.nd.arange(24).reshape((4, 2, 3))).sum().backward()
+        grads.append(xi.grad.asnumpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-6)
+    with pytest.raises(mx.base.MXNetError, match="num_devices must be a positive integer, got 0"):
+        gluon.contrib.nn.SyncBatchNorm(num_devices=0)

@@ -4,9 +4,10 @@ from ...base import MXNetError, ShapeError
 from ...ndarray.ndarray import NDArray
 from ..block import Block, HybridBlock
 from ..nn.basic_layers import SequentialMixin
+from .sync_batchnorm import SyncBatchNorm  # noqa: F401
 
 __all__ = ["Concurrent", "HybridConcurrent", "Identity", "PixelShuffle1D", "PixelShuffle2D",
-           "PixelShuffle3D"]
+           "PixelShuffle3D", "SyncBatchNorm"]
 
 
 class Concurrent(SequentialMixin, Block):
