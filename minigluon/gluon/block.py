@@ -6,6 +6,7 @@ A HybridBlock writes its computation once, in `hybrid_forward(F, x, ...)`, where
 a graph (symbol.CachedGraph) and replays the graph on later calls.
 """
 from collections import OrderedDict
+import json
 import threading
 import warnings
 
@@ -247,6 +248,23 @@ class Block:
     save_params = save_parameters
     load_params = load_parameters
 
+    def save(self, prefix):
+        """Save the block tree and the parameters: `<prefix>-model.json` holds each block's
+        class, name, child keys and whether it was hybridized; `<prefix>-model.params` the
+        values (save_parameters). `load` restores them into a block built the same way."""
+        with open(f"{prefix}-model.json", "w") as f:
+            json.dump(_describe_tree(self), f)
+        self.save_parameters(f"{prefix}-model.params")
+
+    def load(self, prefix):
+        """Load what `save(prefix)` wrote into this block, which must be built with the same
+        classes in the same order: its blocks get their saved names and child keys back,
+        hybridized ones are hybridized again, then the parameters are loaded."""
+        with open(f"{prefix}-model.json") as f:
+            tree = json.load(f)
+        _restore_tree(self, tree, f"{prefix}-model.json", "model")
+        self.load_parameters(f"{prefix}-model.params")
+
     # ---- calling -----------------------------------------------------------------------
     def register_forward_pre_hook(self, hook):
         """Call `hook(block, inputs)` before each forward."""
@@ -436,6 +454,30 @@ def _flatten(out):
     if isinstance(out, Symbol) and len(out) > 1:
         return list(out), (list, [None] * len(out))
     return [out], None
+
+
+def _describe_tree(block):
+    """The JSON description `Block.save` writes for `block` and its children, in order."""
+    return {"class": type(block).__name__, "name": block.name,
+            "hybridized": bool(getattr(block, "_active", False)),
+            "children": [[key, _describe_tree(child)] for key, child in block._children.items()]}
+
+
+def _restore_tree(block, tree, filename, where):
+    """Give `block` and its children the names, child keys and hybridization of `tree`."""
+    if tree["class"] != type(block).__name__ or len(tree["children"]) != len(block._children):
+        raise MXNetError(f"{filename}: {where} was saved as a {tree['class']} with "
+                         f"{len(tree['children'])} children, but this model has a "
+                         f"{type(block).__name__} with {len(block._children)}; load into a "
+                         "model built by the same code, in the same order")
+    object.__setattr__(block, "_name", tree["name"])
+    children = list(block._children.values())
+    block._children.clear()
+    for (key, sub), child in zip(tree["children"], children):
+        _restore_tree(child, sub, filename, f"{where}.{key}")
+        block._children[key] = child
+    if tree["hybridized"] and isinstance(block, HybridBlock):
+        block._active, block._cached = True, {}
 
 
 def _blocks_in(container):

@@ -265,3 +265,51 @@ def test_an_unknown_storage_type_is_refused_naming_it():
         gluon.Parameter("w", shape=(2,), stype="dense")
     with pytest.raises(mx.base.MXNetError, match="grad_stype.*got 'bad'"):
         gluon.Parameter("w", shape=(2,), grad_stype="bad")
+
+
+class _Chain(gluon.Block):
+    """Children keyed by their (counter-dependent) names, as MXNet's test_gluon_save does."""
+
+    def add(self, block):
+        self._children[block.name + str(len(self._children))] = block
+
+    def forward(self, x):
+        for block in self._children.values():
+            x = block(x)
+        return x
+
+
+def _chain():
+    inner = _Chain()
+    inner.add(gluon.nn.Dense(4))
+    net = _Chain()
+    net.add(inner)
+    net.add(gluon.nn.Dense(3))
+    return net
+
+
+def test_block_save_and_load_restore_child_keys_hybridization_and_values(tmp_path):
+    net1 = _chain()
+    net1.initialize()
+    net1.hybridize()
+    x = nd.array(np.random.rand(2, 5))
+    out1 = net1(x)
+    net1.save(str(tmp_path / "m"))
+    net2 = _chain()              # other automatic names, so other child keys
+    assert list(net2._children) != list(net1._children)
+    net2.load(str(tmp_path / "m"))
+    assert list(net2._children) == list(net1._children)
+    dense = list(net2._children.values())[1]
+    assert dense._active and dense.name == list(net1._children.values())[1].name
+    np.testing.assert_allclose(net2(x).asnumpy(), out1.asnumpy(), rtol=1e-6)
+
+
+def test_block_load_into_a_differently_built_model_says_what_differs(tmp_path):
+    net = _chain()
+    net.initialize()
+    net(nd.ones((1, 5)))
+    net.save(str(tmp_path / "m"))
+    other = _Chain()
+    other.add(gluon.nn.Dense(3))
+    with pytest.raises(mx.base.MXNetError, match="saved as a _Chain with 2 children.*with 1"):
+        other.load(str(tmp_path / "m"))
