@@ -324,6 +324,13 @@ class HybridBlock(Block):
         self._cached = {}
         super().cast(dtype)
 
+    def register_child(self, block, name=None):
+        """Register `block` as a child; a graph traced before no longer holds, so it is
+        traced again on the next call."""
+        super().register_child(block, name)
+        self._cached = {}
+        self._needs_shape_key = None
+
     def infer_shape(self, *args):
         """Fill in unknown parameter shapes from the inputs; layers with deferred
         parameters override this."""

@@ -313,3 +313,13 @@ def test_block_load_into_a_differently_built_model_says_what_differs(tmp_path):
     other.add(gluon.nn.Dense(3))
     with pytest.raises(mx.base.MXNetError, match="saved as a _Chain with 2 children.*with 1"):
         other.load(str(tmp_path / "m"))
+
+
+def test_adding_or_replacing_a_child_drops_the_traced_graph():
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(4, flatten=False))
+    net.hybridize()
+    net.initialize()
+    assert net(nd.ones((2, 3, 5))).shape == (2, 3, 4)
+    net.add(gluon.nn.Flatten())
+    assert net(nd.ones((2, 3, 5))).shape == (2, 12)
