@@ -537,8 +537,54 @@ def test_conv_wrong_input_channels():
         net(x)
     with pytest.raises(ShapeError, match="expected 4-D input in NCHW layout"):
         net(nd.ones((2, 3, 28)))
-    with pytest.raises(MXNetError, match="layout 'NHWC' is not supported"):
-        nn.Conv2D(2, 3, layout="NHWC")
+    with pytest.raises(MXNetError, match="layout 'NCWH' is not supported, only 'NCHW' or "
+                                         "'NHWC'"):
+        nn.Conv2D(2, 3, layout="NCWH")
+    with pytest.raises(MXNetError, match="layout 'NHWC' is not supported, only 'NCHW';"):
+        nn.Conv2DTranspose(2, 3, layout="NHWC")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_channel_last_conv_equals_channel_first_on_moved_axes(n, hybridize):
+    first = {1: nn.Conv1D, 2: nn.Conv2D, 3: nn.Conv3D}[n](
+        4, 3, padding=1, layout={1: "NCW", 2: "NCHW", 3: "NCDHW"}[n])
+    last = {1: nn.Conv1D, 2: nn.Conv2D, 3: nn.Conv3D}[n](
+        4, 3, padding=1, layout={1: "NWC", 2: "NHWC", 3: "NDHWC"}[n])
+    x = np.random.RandomState(n).normal(size=(2,) + (5,) * n + (3,)).astype(np.float32)
+    to_first = (0, n + 1) + tuple(range(1, n + 1))
+    first.initialize()
+    last.initialize()
+    first(nd.array(x.transpose(to_first)))
+    last(nd.array(x))
+    assert last.weight.shape == (4,) + (3,) * n + (3,)       # (channels, *kernel, in_channels)
+    last.weight.set_data(nd.array(first.weight.data().asnumpy().transpose(
+        (0,) + tuple(range(2, n + 2)) + (1,))))
+    last.bias.set_data(first.bias.data())
+    if hybridize:
+        last.hybridize()
+    xl, xf = nd.array(x), nd.array(x.transpose(to_first))
+    xl.attach_grad()
+    xf.attach_grad()
+    with autograd.record():
+        out_last, out_first = last(xl), first(xf)
+    out_last.backward()
+    out_first.backward()
+    to_last = (0,) + tuple(range(2, n + 2)) + (1,)
+    np.testing.assert_allclose(out_last.asnumpy(), out_first.asnumpy().transpose(to_last),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(xl.grad.asnumpy(), xf.grad.asnumpy().transpose(to_last),
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("make", [lambda l: nn.MaxPool2D(3, 2, padding=1, layout=l),
+                                  lambda l: nn.AvgPool2D(count_include_pad=False, layout=l),
+                                  lambda l: nn.GlobalAvgPool2D(layout=l)])
+def test_channel_last_pooling_equals_channel_first_on_moved_axes(make):
+    x = np.random.RandomState(0).normal(size=(2, 7, 6, 3)).astype(np.float32)
+    expected = make("NCHW")(nd.array(x.transpose(0, 3, 1, 2))).asnumpy().transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(make("NHWC")(nd.array(x)).asnumpy(), expected, rtol=1e-6)
+    assert "layout=NHWC" in repr(make("NHWC"))
 
 
 # ---- pooling ------------------------------------------------------------------------------

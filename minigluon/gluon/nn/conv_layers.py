@@ -1,7 +1,11 @@
 """Convolution, transposed convolution and pooling layers for 1-D, 2-D and 3-D data, and
 ReflectionPad2D.
 
-Only channel-first layouts (NCW, NCHW, NCDHW) are supported, as by the operators.
+Convolutions and pooling take channel-first (NCW, NCHW, NCDHW) or channel-last (NWC, NHWC,
+NDHWC) data, as in MXNet; the operators work channel-first, so a channel-last layer moves the
+channel axis around the operator (a convolution's weight is then (channels, *kernel,
+in_channels / groups), MXNet's shape for these layouts). Transposed convolutions are
+channel-first only.
 """
 from ...base import MXNetError, ShapeError, numeric_types
 from ...ndarray.ndarray import NDArray
@@ -9,6 +13,7 @@ from ..block import HybridBlock
 from .activations import Activation
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+_CHANNEL_LAST = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
 
 
 def _tuple(value, n, what, layer):
@@ -21,10 +26,23 @@ def _tuple(value, n, what, layer):
     return value
 
 
-def _check_layout(layer, layout, n):
-    if layout != _LAYOUTS[n]:
+def _check_layout(layer, layout, n, channel_last_ok=True):
+    """True for a channel-last layout, False for channel-first; an error for others."""
+    allowed = [_LAYOUTS[n]] + ([_CHANNEL_LAST[n]] if channel_last_ok else [])
+    if layout not in allowed:
         raise MXNetError(f"{layer}: layout {layout!r} is not supported, only "
-                         f"{_LAYOUTS[n]!r}; help: transpose the data to channel-first")
+                         f"{' or '.join(map(repr, allowed))}; help: transpose the data")
+    return layout == _CHANNEL_LAST[n]
+
+
+def _to_channel_first(F, x, n):
+    """(N, *spatial, C) -> (N, C, *spatial)."""
+    return F.transpose(x, axes=(0, n + 1) + tuple(range(1, n + 1)))
+
+
+def _to_channel_last(F, x, n):
+    """(N, C, *spatial) -> (N, *spatial, C)."""
+    return F.transpose(x, axes=(0,) + tuple(range(2, n + 2)) + (1,))
 
 
 # ---- convolution --------------------------------------------------------------------------
@@ -42,14 +60,15 @@ class _Conv(HybridBlock):
         super().__init__(prefix=prefix, params=params)
         name = type(self).__name__
         n = len(kernel_size)
-        _check_layout(name, layout, n)
+        self._channel_last = _check_layout(name, layout, n, op_name == "Convolution")
         self._channels, self._in_channels = channels, in_channels
         self._op_name = op_name
         self._kwargs = {
             "kernel": kernel_size, "stride": _tuple(strides, n, "strides", name),
             "dilate": _tuple(dilation, n, "dilation", name),
             "pad": _tuple(padding, n, "padding", name), "num_filter": channels,
-            "num_group": groups, "no_bias": not use_bias, "layout": layout}
+            "num_group": groups, "no_bias": not use_bias, "layout": _LAYOUTS[n]}
+        self._layout = layout
         if adj is not None:
             self._kwargs["adj"] = self.out_pad = _tuple(adj, n, "output_padding", name)
         with self.name_scope():
@@ -71,30 +90,37 @@ class _Conv(HybridBlock):
         groups, kernel = self._kwargs["num_group"], self._kwargs["kernel"]
         if self._transposed:
             return (in_channels, self._channels // groups) + kernel
+        if self._channel_last:
+            return (self._channels,) + kernel + (in_channels // groups,)
         return (self._channels, in_channels // groups) + kernel
 
     def _known_in_channels(self):
         shape = self.weight.shape
-        return shape[0] if self._transposed else shape[1] * self._kwargs["num_group"]
+        if self._transposed:
+            return shape[0]
+        return shape[-1 if self._channel_last else 1] * self._kwargs["num_group"]
+
+    def _in_channels_of(self, x):
+        return x.shape[-1 if self._channel_last else 1]
 
     def _check_input(self, x):
         name, n = type(self).__name__, len(self._kwargs["kernel"])
         if x.ndim != n + 2:
             raise ShapeError(f"{name} {self.name!r}: expected {n + 2}-D input in "
-                             f"{self._kwargs['layout']} layout, got data of shape {x.shape}")
-        groups = self._kwargs["num_group"]
-        if x.shape[1] % groups:
-            raise ShapeError(f"{name} {self.name!r}: input has {x.shape[1]} channels, which "
+                             f"{self._layout} layout, got data of shape {x.shape}")
+        groups, channels = self._kwargs["num_group"], self._in_channels_of(x)
+        if channels % groups:
+            raise ShapeError(f"{name} {self.name!r}: input has {channels} channels, which "
                              f"groups={groups} does not divide")
         expected = self._known_in_channels()
-        if expected and x.shape[1] != expected:
+        if expected and channels != expected:
             raise ShapeError(f"{name} {self.name!r}: expected input with {expected} channels "
-                             f"(in_channels), got data of shape {x.shape} with {x.shape[1]} "
+                             f"(in_channels), got data of shape {x.shape} with {channels} "
                              "channels; help: fix the previous layer's channels or this "
                              "layer's in_channels")
 
     def infer_shape(self, x, *args):
-        self.weight.shape = self._weight_shape(x.shape[1])
+        self.weight.shape = self._weight_shape(self._in_channels_of(x))
 
     def forward(self, x, *args):
         if isinstance(x, NDArray):
@@ -102,9 +128,13 @@ class _Conv(HybridBlock):
         return super().forward(x, *args)
 
     def hybrid_forward(self, F, x, weight, bias=None):
-        op = getattr(F, self._op_name)
+        op, n = getattr(F, self._op_name), len(self._kwargs["kernel"])
+        if self._channel_last:
+            x, weight = _to_channel_first(F, x, n), _to_channel_first(F, weight, n)
         out = op(x, weight, name="fwd", **self._kwargs) if bias is None else \
             op(x, weight, bias, name="fwd", **self._kwargs)
+        if self._channel_last:
+            out = _to_channel_last(F, out, n)
         return self.act(out) if self.act is not None else out
 
     def __repr__(self):
@@ -147,7 +177,8 @@ def _conv_doc(n, transposed):
     groups : int
         Split input and output channels into this many independent groups.
     layout : str
-        Only {layout!r}.
+        {layout!r}{"" if transposed else " or " + repr(_CHANNEL_LAST[n])} (channel-last
+        convolutions hold their weight as (channels, *kernel, in_channels / groups)).
     activation : str or None
         Activation applied to the output.
     use_bias : bool
@@ -236,12 +267,13 @@ class _Pooling(HybridBlock):
                  layout, count_include_pad=None, **kwargs):
         super().__init__(**kwargs)
         name, n = type(self).__name__, len(pool_size)
-        _check_layout(name, layout, n)
+        self._channel_last = _check_layout(name, layout, n)
+        self._layout = layout
         strides = pool_size if strides is None else strides
         self._kwargs = {
             "kernel": pool_size, "stride": _tuple(strides, n, "strides", name),
             "pad": _tuple(padding, n, "padding", name), "global_pool": global_pool,
-            "pool_type": pool_type, "layout": layout,
+            "pool_type": pool_type, "layout": _LAYOUTS[n],
             "pooling_convention": "full" if ceil_mode else "valid"}
         if count_include_pad is not None:
             self._kwargs["count_include_pad"] = count_include_pad
@@ -253,18 +285,22 @@ class _Pooling(HybridBlock):
         if isinstance(x, NDArray) and x.ndim != len(self._kwargs["kernel"]) + 2:
             raise ShapeError(f"{type(self).__name__} {self.name!r}: expected "
                              f"{len(self._kwargs['kernel']) + 2}-D input in "
-                             f"{self._kwargs['layout']} layout, got data of shape {x.shape}")
+                             f"{self._layout} layout, got data of shape {x.shape}")
         return super().forward(x, *args)
 
     def hybrid_forward(self, F, x):
-        return F.Pooling(x, name="fwd", **self._kwargs)
+        if not self._channel_last:
+            return F.Pooling(x, name="fwd", **self._kwargs)
+        n = len(self._kwargs["kernel"])
+        out = F.Pooling(_to_channel_first(F, x, n), name="fwd", **self._kwargs)
+        return _to_channel_last(F, out, n)
 
     def __repr__(self):
         k = self._kwargs
         return (f"{type(self).__name__}(size={k['kernel']}, stride={k['stride']}, "
                 f"padding={k['pad']}, ceil_mode={k['pooling_convention'] == 'full'}, "
                 f"global_pool={k['global_pool']}, pool_type={k['pool_type']}, "
-                f"layout={k['layout']})")
+                f"layout={self._layout})")
 
 
 def _pool_doc(n, kind, is_global):
@@ -285,7 +321,7 @@ def _pool_doc(n, kind, is_global):
     ceil_mode : bool
         Round the output size up instead of down.
     layout : str
-        Only {layout!r}.
+        {layout!r} or {_CHANNEL_LAST[n]!r}.
 {extra}
     Inputs:
         - **data**: ({', '.join(layout)}).
