@@ -323,3 +323,14 @@ def test_adding_or_replacing_a_child_drops_the_traced_graph():
     assert net(nd.ones((2, 3, 5))).shape == (2, 3, 4)
     net.add(gluon.nn.Flatten())
     assert net(nd.ones((2, 3, 5))).shape == (2, 12)
+
+
+def test_top_level_np_shape_scope_and_deferred_init_inside_it():
+    assert mx.np_shape is mx.util.np_shape and mx.use_np is mx.util.use_np
+    net = gluon.nn.Dense(16)
+    with mx.np_shape(True):
+        assert mx.is_np_shape()
+        net.initialize()
+        assert net(nd.zeros((2, 7))).shape == (2, 16)
+    assert not mx.is_np_shape()
+    assert net.weight.shape == (16, 7)
