@@ -18,6 +18,7 @@ from .. import symbol as sym
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from ..numpy.methods import NumpyMethods
+from ..symbol import naming
 from ..symbol.graph import CachedGraph
 from ..symbol.symbol import Symbol
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, assign_loaded
@@ -356,7 +357,8 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         if isinstance(x, Symbol):
             params = {name: _symbol_like(x, p.var()) for name, p in self._reg_params.items()}
-            return self.hybrid_forward(sym, x, *args, **params)
+            with naming.Prefix(self.prefix):
+                return self.hybrid_forward(sym, x, *args, **params)
         if not isinstance(x, NDArray):
             raise MXNetError(f"{type(self).__name__} expects an NDArray or Symbol input, got "
                              f"{type(x).__name__}")
