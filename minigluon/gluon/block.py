@@ -243,11 +243,26 @@ class Block:
         loaded = nd.load(filename)
         if not isinstance(loaded, dict):
             raise MXNetError(f"{filename}: holds a list of arrays, not named parameters")
-        assign_loaded(self._collect_params_with_prefix(), loaded, filename, ctx,
-                      allow_missing, ignore_extra, cast_dtype, dtype_source)
+        params = self._collect_params_with_prefix()
+        if loaded and not any("." in k for k in loaded) and not set(loaded) & set(params):
+            # a file of full names (save_params, MXNet's legacy format), not structural ones
+            params = dict(self.collect_params().items())
+            loaded = {self.prefix + k: v for k, v in loaded.items()}
+        assign_loaded(params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype,
+                      dtype_source)
 
-    save_params = save_parameters
-    load_params = load_parameters
+    def save_params(self, filename):
+        """Deprecated (MXNet's legacy format): values by full parameter name less this
+        block's prefix. Prefer save_parameters; load_parameters reads both."""
+        warnings.warn("save_params is deprecated; use save_parameters", DeprecationWarning,
+                      stacklevel=2)
+        self.collect_params().save(filename, strip_prefix=self.prefix)
+
+    def load_params(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
+        """Deprecated: load_parameters, which also reads save_params' files."""
+        warnings.warn("load_params is deprecated; use load_parameters", DeprecationWarning,
+                      stacklevel=2)
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     def save(self, prefix):
         """Save the block tree and the parameters: `<prefix>-model.json` holds each block's

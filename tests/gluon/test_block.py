@@ -334,3 +334,26 @@ def test_top_level_np_shape_scope_and_deferred_init_inside_it():
         assert net(nd.zeros((2, 7))).shape == (2, 16)
     assert not mx.is_np_shape()
     assert net.weight.shape == (16, 7)
+
+
+def test_legacy_save_params_writes_full_names_that_a_symbolblock_loads(tmp_path):
+    net = gluon.nn.HybridSequential(prefix="")
+    with net.name_scope():
+        net.add(gluon.nn.Dense(3, in_units=4))
+        net.add(gluon.nn.Dense(2, in_units=3))
+    net.initialize()
+    x = nd.array(np.random.rand(5, 4))
+    out = net(x)
+    with pytest.warns(DeprecationWarning, match="use save_parameters"):
+        net.save_params(str(tmp_path / "n.params"))
+    assert sorted(nd.load(str(tmp_path / "n.params"))) == \
+        sorted(net.collect_params().keys())
+    model = gluon.SymbolBlock(net(mx.sym.var("data")), mx.sym.var("data"))
+    with pytest.warns(DeprecationWarning):
+        model.load_params(str(tmp_path / "n.params"), ctx=mx.cpu())
+    np.testing.assert_allclose(model(x).asnumpy(), out.asnumpy(), rtol=1e-6)
+    other = gluon.nn.HybridSequential(prefix="")
+    with other.name_scope():
+        other.add(gluon.nn.Dense(3, in_units=4))
+    with pytest.raises(mx.base.MXNetError, match="holds parameters.*dense1_weight"):
+        other.load_parameters(str(tmp_path / "n.params"))
