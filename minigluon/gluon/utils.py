@@ -31,27 +31,30 @@ class DownloadError(MXNetError, OSError):
 
 
 # ---- splitting a batch over devices -------------------------------------------------------
-def split_data(data, num_slice, batch_axis=0, even_split=True):
-    """Split `data` into `num_slice` slices along `batch_axis`.
+class SplitError(MXNetError, ValueError):
+    """A batch that cannot be split as asked (a ValueError, as in MXNet)."""
 
-    With `even_split=False` the last slice takes the remainder, and a batch smaller than
-    `num_slice` gives one slice per sample.
+
+def split_data(data, num_slice, batch_axis=0, even_split=True):
+    """Split `data` into `num_slice` slices along `batch_axis` (a list even for one slice).
+
+    With `even_split=False` the sizes differ by at most one, the first slices taking the
+    extra samples (numpy.array_split's rule); a batch smaller than `num_slice` then gives
+    empty slices at the end.
 
     >>> [s.shape for s in split_data(mx.nd.zeros((10, 3)), 3, even_split=False)]
-    [(3, 3), (3, 3), (4, 3)]
+    [(4, 3), (3, 3), (3, 3)]
     """
     size = data.shape[batch_axis]
     if even_split and size % num_slice != 0:
-        raise MXNetError(
+        raise SplitError(
             f"data of shape {data.shape} cannot be split evenly into {num_slice} slices along "
             f"axis {batch_axis} (size {size}); use a size that is a multiple of {num_slice} "
             "or pass even_split=False")
-    step = size // num_slice
-    if not even_split and size < num_slice:
-        step, num_slice = 1, size
-    bounds = [(i * step, (i + 1) * step if i < num_slice - 1 else size)
-              for i in range(num_slice)]
-    return [nd.slice_axis(data, axis=batch_axis, begin=b, end=e) for b, e in bounds]
+    step, extra = divmod(size, num_slice)
+    ends = np.cumsum([0] + [step + 1] * extra + [step] * (num_slice - extra)).tolist()
+    return [nd.slice_axis(data, axis=batch_axis, begin=b, end=e)
+            for b, e in zip(ends[:-1], ends[1:])]
 
 
 def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
@@ -66,7 +69,7 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
         return [data.as_in_context(ctx_list[0])]
     size = data.shape[batch_axis]
     if even_split and size % len(ctx_list) != 0:
-        raise MXNetError(
+        raise SplitError(
             f"split_and_load: a batch of size {size} (axis {batch_axis} of shape {data.shape}) "
             f"does not split evenly over {len(ctx_list)} contexts {list(ctx_list)}; use a "
             f"batch size divisible by {len(ctx_list)}, or pass even_split=False")

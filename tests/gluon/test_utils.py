@@ -23,13 +23,20 @@ def test_split_data_even_and_uneven():
     assert [p.shape for p in parts] == [(2, 3)] * 5
     np.testing.assert_array_equal(np.concatenate([p.asnumpy() for p in parts]), data.asnumpy())
     uneven = utils.split_data(data, 3, even_split=False)
-    assert [p.shape for p in uneven] == [(3, 3), (3, 3), (4, 3)]
-    assert [p.shape for p in utils.split_data(data[:2], 4, even_split=False)] == [(1, 3)] * 2
+    assert [p.shape for p in uneven] == [(4, 3), (3, 3), (3, 3)]     # numpy.array_split's rule
+    for n in (3, 4, 7, 12):
+        expected = np.array_split(data.asnumpy(), n)
+        got = utils.split_data(data, n, even_split=False)
+        assert len(got) == n
+        for a, b in zip(got, expected):
+            np.testing.assert_array_equal(a.asnumpy(), b)
     by_columns = utils.split_data(data, 3, batch_axis=1)
     assert [p.asnumpy()[:, 0].tolist() for p in by_columns] == \
         [data.asnumpy()[:, i].tolist() for i in range(3)]
     with pytest.raises(MXNetError, match=r"shape \(10, 3\) cannot be split evenly into 4 "
                                          "slices.*even_split=False"):
+        utils.split_data(data, 4)
+    with pytest.raises(ValueError, match="even_split=False"):   # a ValueError, as in MXNet
         utils.split_data(data, 4)
 
 
@@ -46,7 +53,7 @@ def test_split_and_load_puts_slices_on_devices(monkeypatch):
     assert len(single) == 1 and single[0].context == mx.cpu(1) and single[0].shape == (3, 2)
     three = utils.split_and_load(nd.ones((7, 2)), [mx.cpu(0), mx.cpu(1), mx.cpu(2)],
                                  even_split=False)
-    assert [p.shape[0] for p in three] == [2, 2, 3]
+    assert [p.shape[0] for p in three] == [3, 2, 2]
 
 
 def test_split_and_load_uneven_batch_error_names_sizes():
