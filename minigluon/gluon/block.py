@@ -370,61 +370,56 @@ class HybridBlock(Block):
             p._finish_deferred_init()
 
     def forward(self, x, *args):
-        if isinstance(x, Symbol):
-            params = {name: _symbol_like(x, p.var()) for name, p in self._reg_params.items()}
+        first = _first_array(_flatten([x, *args])[0], type(self).__name__)
+        if isinstance(first, Symbol):
+            params = {name: _symbol_like(first, p.var()) for name, p in self._reg_params.items()}
             with naming.Prefix(self.prefix):
                 return self.hybrid_forward(sym, x, *args, **params)
-        if not isinstance(x, NDArray):
-            raise MXNetError(f"{type(self).__name__} expects an NDArray or Symbol input, got "
-                             f"{type(x).__name__}")
         if self._active:
-            return self._call_cached(x, *args)
-        return self._call_imperative(x, *args)
+            return self._call_cached(first, [x, *args])
+        return self._call_imperative(first.context, x, *args)
 
-    def _call_imperative(self, x, *args):
-        self._ensure_initialized(x, *args)
-        ctx = x.context
+    def _call_imperative(self, ctx, *args):
+        self._ensure_initialized(*args)
         params = {name: p.data(ctx) for name, p in self._reg_params.items()}
-        return self.hybrid_forward(nd, x, *args, **params)
+        return self.hybrid_forward(nd, *args, **params)
 
     # a block whose traced graph depends on its inputs' shapes (a recurrent layer unrolls
     # over the sequence length) sets this; hybridized blocks holding one trace per shape
     _shape_dependent = False
 
-    def _cache_key(self, x, flat_args):
+    def _cache_key(self, flat):
         """What besides the inputs' nesting decides the traced graph: the input shapes when
         this block or one inside it is shape dependent."""
         if self._needs_shape_key is None:
             self._needs_shape_key = _any_block(self, lambda b: b._shape_dependent)
         if not self._needs_shape_key:
             return ()
-        return tuple(a.shape for a in [x] + flat_args if isinstance(a, NDArray))
+        return tuple(a.shape for a in flat if isinstance(a, NDArray))
 
-    def _call_cached(self, x, *args):
-        # extra inputs may be nested lists (a recurrent cell's states) and None (absent)
-        flat_args, in_structure = _flatten(list(args))
-        key = (_frozen(in_structure), tuple(a is None for a in flat_args),
-               self._cache_key(x, flat_args))
+    def _call_cached(self, first, args):
+        # inputs may be nested lists (a recurrent cell's states) and None (absent)
+        flat, in_structure = _flatten(args)
+        _check_graph_inputs(flat, first, type(self).__name__)
+        key = (_frozen(in_structure), tuple(a is None for a in flat), self._cache_key(flat))
         entry = self._cached.get(key)
         if entry is None:
-            out = self._call_imperative(x, *args)   # also finishes deferred initialization
-            self._cached[key] = self._trace(x, flat_args, in_structure)
+            out = self._call_imperative(first.context, *args)   # also finishes deferred init
+            self._cached[key] = self._trace(first, flat, in_structure)
             return out
         graph, params, structure = entry
-        ctx = x.context
-        inputs = [x] + [a for a in flat_args if a is not None] + [p.data(ctx) for p in params]
+        inputs = [a for a in flat if a is not None] + [p.data(first.context) for p in params]
         return _regroup(graph(inputs), structure)
 
-    def _trace(self, x, flat_args, in_structure):
+    def _trace(self, first, flat, in_structure):
         """Trace hybrid_forward with Symbols into a CachedGraph."""
-        names = ["data"] if not flat_args else [f"data{i}" for i in range(1 + len(flat_args))]
-        data_syms = [_symbol_like(x, sym.var(n)) for n in names]
-        sym_args = _regroup([None if a is None else data_syms[i + 1]
-                             for i, a in enumerate(flat_args)], in_structure)
-        out = self.forward(data_syms[0], *sym_args)
-        flat, structure = _flatten(out)
-        graph_sym = sym.Group(flat)
-        used = [n for i, n in enumerate(names) if i == 0 or flat_args[i - 1] is not None]
+        names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
+        sym_args = _regroup([None if a is None else _symbol_like(first, sym.var(n))
+                             for n, a in zip(names, flat)], in_structure)
+        out = self.forward(*sym_args)
+        flat_out, structure = _flatten(out)
+        graph_sym = sym.Group(flat_out)
+        used = [n for n, a in zip(names, flat) if a is not None]
         by_name = {p.name: p for p in self.collect_params().values()}
         params = []
         for arg in graph_sym.list_arguments():
@@ -459,6 +454,36 @@ class HybridBlock(Block):
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward()")
+
+
+def _first_array(flat, block):
+    """The first NDArray or Symbol among a call's (flattened) inputs; a ValueError, as in
+    MXNet, when there is none or when NDArrays and Symbols are mixed."""
+    arrays = [a for a in flat if isinstance(a, (NDArray, Symbol))]
+    if not arrays:
+        raise InputError(f"{block} needs at least one NDArray or Symbol input, got "
+                         f"{[type(a).__name__ for a in flat]}")
+    if len({isinstance(a, Symbol) for a in arrays}) > 1:
+        raise InputError(f"{block}: inputs mix NDArrays and Symbols "
+                         f"{[type(a).__name__ for a in flat]}; pass only one kind")
+    return arrays[0]
+
+
+def _check_graph_inputs(flat, first, block):
+    """A hybridized block's inputs: NDArrays (or None) on one device, no Python scalars,
+    since the traced graph takes arrays only."""
+    for a in flat:
+        if a is not None and not isinstance(a, NDArray):
+            raise InputError(f"{block} is hybridized: its inputs must be NDArrays or None, got "
+                             f"{type(a).__name__} {a!r}; pass an array, or call it without "
+                             "hybridize()")
+        if a is not None and a.context != first.context:
+            raise InputError(f"{block} is hybridized: inputs on {first.context} and "
+                             f"{a.context}; put all inputs on one device")
+
+
+class InputError(MXNetError, ValueError):
+    """Inputs a block cannot take (a ValueError, as in MXNet)."""
 
 
 def _symbol_like(x, symbol):

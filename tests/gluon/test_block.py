@@ -357,3 +357,35 @@ def test_legacy_save_params_writes_full_names_that_a_symbolblock_loads(tmp_path)
         other.add(gluon.nn.Dense(3, in_units=4))
     with pytest.raises(mx.base.MXNetError, match="holds parameters.*dense1_weight"):
         other.load_parameters(str(tmp_path / "n.params"))
+
+
+class _AddAll(gluon.HybridBlock):
+    def hybrid_forward(self, F, a, b=None):
+        parts = [p for p in (a, b) if p is not None]
+        parts = [sum(p) if isinstance(p, (list, tuple)) else p for p in parts]
+        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+
+def test_hybrid_block_takes_none_lists_and_scalars_like_a_block_until_hybridized():
+    ones = nd.ones((3,))
+    f = _AddAll()
+    np.testing.assert_allclose(f(None, ones).asnumpy(), np.ones(3))
+    np.testing.assert_allclose(f([ones, ones], 2).asnumpy(), np.full(3, 4.0))
+    f.hybridize()
+    np.testing.assert_allclose(f(None, ones).asnumpy(), np.ones(3))
+    np.testing.assert_allclose(f(None, ones).asnumpy(), np.ones(3))   # replayed graph
+    np.testing.assert_allclose(f([ones, ones], ones).asnumpy(), np.full(3, 3.0))
+    with pytest.raises(ValueError, match="hybridized: its inputs must be NDArrays or None, "
+                                         "got int 1"):
+        f(ones, 1)
+    with pytest.raises(ValueError, match=r"inputs on cpu\(1\) and cpu\(2\)"):
+        f(nd.ones((3,), ctx=mx.cpu(1)), nd.ones((3,), ctx=mx.cpu(2)))
+
+
+def test_hybrid_block_needs_an_array_and_refuses_mixed_arrays_and_symbols():
+    f = _AddAll()
+    with pytest.raises(ValueError, match="needs at least one NDArray or Symbol input, got "
+                                         r"\['NoneType', 'NoneType'\]"):
+        f(None, None)
+    with pytest.raises(ValueError, match="mix NDArrays and Symbols"):
+        f(nd.ones((3,)), mx.sym.var("a"))
