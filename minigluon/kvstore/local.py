@@ -2,7 +2,8 @@
 
 Both keep one stored value per key. A push sums the values of every device into one
 array (reduce.py), then either applies the updater to the stored value with that sum as
-the gradient, or replaces the stored value with the sum. A pull copies the stored value into each output, on its own device.
+the gradient, or replaces the stored value with the sum. A pull copies the stored value
+into each output, on its own device.
 """
 from ..autograd import pause
 from ..context import cpu

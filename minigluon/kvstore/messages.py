@@ -121,9 +121,12 @@ class Registration:
         bad = [k for k in need if not isinstance(info.get(k), str)]
         if bad or (role == "server" and not info["tcp"].startswith("tcp://")):
             raise _fail(cls.LABEL, f"registration of a {role} lacks {bad or ['tcp']}")
-        ipc = _take(cls.LABEL, info, "ipc", (str,), optional=True)
+        if role == "server":
+            where = {"tcp": info["tcp"], "ipc": _take(cls.LABEL, info, "ipc", (str,), True)}
+        else:
+            where = {"sync": info.get("sync")}
         return cls(role, info["host"], info["hostid"], info.get("pid"), info.get("rank_hint"),
-                   info.get("tcp"), ipc, info.get("sync"))
+                   **where)
 
 
 @dataclass(frozen=True)
@@ -288,7 +291,7 @@ class SegmentName:
     LABEL = "segment name"
 
     def encode(self):
-        return self.name.encode()
+        return self.name.encode("ascii", errors="replace")     # shm.py names are ascii
 
     @classmethod
     def decode(cls, body):

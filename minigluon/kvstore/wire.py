@@ -3,17 +3,19 @@
 A message is a list of zmq frames. Frame 0 is the header: a fixed little-endian struct
 (`_FIXED`), then `ndim` int64 shape dims, then the utf-8 bytes of a str key. The payload
 frames that follow are raw buffers: array data in the dtype the header names (2-bit codes
-as uint32 words when the COMPRESSED_2BIT flag is set), or a body whose bytes messages.py
-encodes and decodes (a node table, an error text, optimizer states...). Arrays are sent with `copy=False`, so a large payload is
-never copied in user space; nothing on the data path is pickled. With the SHM flag, the
-array lives in a shared-memory segment (shm.py) and the payload frame is its name (a PULL
-names the segment to fill; its VALUE reply then carries no frame). With the AUTH flag, one
-more frame follows the payload: the job nonce and an HMAC-SHA256 of the message (auth.py);
-the van checks and removes it before `decode`.
+as uint32 words when the COMPRESSED_2BIT flag is set), or a body that messages.py encodes
+and decodes (a node table, an error text, optimizer states...). Arrays are sent with
+`copy=False`, so a large payload is never copied in user space; nothing on the data path
+is pickled. With the SHM flag, the array lives in a shared-memory segment (shm.py) and
+the payload frame is its name (a PULL names the segment to fill; its VALUE reply then
+carries no frame). With the AUTH flag, one more frame follows the payload: the job nonce
+and an HMAC-SHA256 of the message (auth.py); the van checks and removes it before
+`decode`.
 
 `Message.decode` checks everything a peer could get wrong (magic, version, command, dtype
 code, sizes, payload length against shape and slice) and raises `WireError`; a server or
-scheduler that gets one logs it and keeps serving.
+scheduler that gets one logs it and keeps serving. The body decoders of messages.py raise
+`BodyError`, which a server or scheduler answers with an error, and keeps serving.
 
 >>> msg = Message(Cmd.PUSH, key=3, dtype=np.float32, shape=(4,), offset=0, length=4,
 ...               payload=[np.ones(4, np.float32)])
