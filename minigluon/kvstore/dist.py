@@ -450,8 +450,8 @@ class KVStoreDist(KVStoreBase):
                                f"because it cannot be pickled: {err}") from None
         self._updater = get_updater(optimizer)
         if self.rank == 0:
-            self._to_all_servers(Cmd.SET_OPTIMIZER, OptimizerBlob(self._po.token, blob).encode(),
-                                 "set_optimizer")
+            body = OptimizerBlob(self._po.token, blob).encode()
+            self._to_all_servers(Cmd.SET_OPTIMIZER, body, "set_optimizer")
         if self.num_workers > 1:
             self.barrier()
         self._optimizer_set = True

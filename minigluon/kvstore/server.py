@@ -31,9 +31,9 @@ from ..ndarray import NDArray
 from ..optimizer import OptimizerError, get_updater
 from .base import KVStoreError
 from .liveness import describe
-from .modes import from_wire
 from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, OptimizerBlob,
                        ProbeToken, SegmentName, StatesBlob, Text)
+from .modes import from_wire
 from . import safe_pickle
 from .postoffice import PostOffice
 from .shm import Segment
@@ -179,9 +179,8 @@ class KVServer:
 
     def _refuse(self, identity, msg, text):
         self._complaints.warning("refused %r from %r: %s", msg, identity, text)
-        self.van.reply(identity, Message(Cmd.ERROR, req=msg.req,
-                                         payload=[Text(f"{self.van.label[1:-1]}: {text}")
-                                                  .encode()]))
+        body = Text(f"{self.van.label[1:-1]}: {text}").encode()
+        self.van.reply(identity, Message(Cmd.ERROR, req=msg.req, payload=[body]))
 
     def _ack(self, identity, msg):
         self.van.reply(identity, Message(Cmd.ACK, req=msg.req))
