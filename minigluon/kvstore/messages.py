@@ -86,7 +86,7 @@ def _check_node(label, node):
     return node
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Registration:
     """REGISTER: who a node is and where its peers find it. `tcp`/`ipc`: a server's
     endpoints; `sync`: whether a worker's store is dist_sync. `pid` and `rank_hint`
@@ -129,7 +129,7 @@ class Registration:
                    **where)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeTable:
     """The scheduler's BYTES reply to REGISTER: the node's rank, the job's size, every
     server's {rank, tcp, ipc, hostid}, the job token, and for servers the workers'
@@ -186,7 +186,7 @@ class NodeTable:
         return token
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeLost:
     """NODE_LOST: the scheduler dropped a worker of a dist_async job; `lost` names it as
     liveness.describe() does, `workers_left` counts the workers still up."""
@@ -208,7 +208,7 @@ class NodeLost:
                    _take(cls.LABEL, news, "workers_left", (int,)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Abort:
     """ABORT: why the scheduler ended the job, and the node that was lost (a dict as
     liveness.describe() takes it) or None."""
@@ -233,7 +233,7 @@ class Abort:
         return cls(reason, lost if isinstance(lost, dict) else None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LearningRate:
     """SET_LR: the store optimizer's new learning rate."""
     lr: float
@@ -255,7 +255,7 @@ class LearningRate:
         return cls(_FLOAT64.unpack(body)[0])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Sealed:
     """The job token, then a blob only the job's workers may send."""
     token: bytes
@@ -282,7 +282,7 @@ class StatesBlob(_Sealed):
     LABEL = "SET_STATES"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SegmentName:
     """SHM_PROBE, and a PUSH or PULL in shared memory: the segment's name (shm.py checks
     the name when it attaches; wire.py bounds its length)."""
@@ -298,7 +298,7 @@ class SegmentName:
         return cls(bytes(body).decode("ascii", errors="replace"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProbeToken:
     """The BYTES reply to SHM_PROBE: the 16 bytes the server read from the segment."""
     token: bytes
@@ -315,7 +315,7 @@ class ProbeToken:
         return cls(bytes(body))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Text:
     """ERROR: what went wrong, as text (undecodable bytes are replaced, never refused)."""
     text: str

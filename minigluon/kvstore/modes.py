@@ -19,7 +19,7 @@ __all__ = ["Mode", "MODES", "mode_of", "from_wire"]
 _LARGE_PARAM = 1024 * 1024 * 16
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Mode:
     """One kvstore mode.
 
@@ -64,6 +64,9 @@ MODES = {m.name: m for m in (
 )}
 
 
+_SYNC, _ASYNC = MODES["dist_sync"], MODES["dist_async"]
+
+
 def mode_of(name):
     """The mode called `name`. A name outside the table (a store class built directly
     with another name, or a Trainer given an unknown name, which kv.create then refuses)
@@ -78,4 +81,4 @@ def mode_of(name):
 def from_wire(flags):
     """The mode a server serves a request in, from its header flags (servers know only
     sync or async; a '_device' worker sums on its devices before it sends)."""
-    return MODES["dist_sync"] if flags & Flag.SYNC else MODES["dist_async"]
+    return _SYNC if flags & Flag.SYNC else _ASYNC
