@@ -67,8 +67,14 @@ def _take(label, obj, key, types, optional=False):
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
     if not ok:
         names = "/".join(t.__name__ for t in types)
-        raise _fail(label, f"{key!r} must be {names}, got {value!r}")
+        raise _fail(label, f"{key!r} must be {names}, got {_short(value)}")
     return value
+
+
+def _short(value):
+    """repr(value), cut to a log line's worth: a body may be large and hostile."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _encode_json(fields):
@@ -78,7 +84,7 @@ def _encode_json(fields):
 def _check_node(label, node):
     """A node as liveness.describe() names it: {role, rank, pid, address}."""
     if not isinstance(node, dict):
-        raise _fail(label, f"the lost node must be a JSON object, got {node!r}")
+        raise _fail(label, f"the lost node must be a JSON object, got {_short(node)}")
     _take(label, node, "role", (str,))
     _take(label, node, "rank", (int,))
     _take(label, node, "pid", (int,), optional=True)
@@ -116,7 +122,8 @@ class Registration:
         info = _json_object(cls.LABEL, body)
         role = info.get("role")
         if role not in ("worker", "server"):
-            raise _fail(cls.LABEL, f"role {role!r} cannot register; expected worker or server")
+            raise _fail(cls.LABEL, f"role {_short(role)} cannot register; expected worker or "
+                                   "server")
         need = ("host", "hostid") + (("tcp",) if role == "server" else ())
         bad = [k for k in need if not isinstance(info.get(k), str)]
         if bad or (role == "server" and not info["tcp"].startswith("tcp://")):
@@ -161,14 +168,14 @@ class NodeTable:
         workers = _take(cls.LABEL, table, "workers", (list,), optional=True)
         if workers is not None:
             if not all(isinstance(w, str) for w in workers):
-                raise _fail(cls.LABEL, f"'workers' must hold str identities, got {workers!r}")
+                raise _fail(cls.LABEL, f"'workers' must hold str identities, got {_short(workers)}")
             workers = tuple(workers)
         return cls(*counts, servers, token, workers)
 
     @classmethod
     def _server(cls, entry):
         if not isinstance(entry, dict):
-            raise _fail(cls.LABEL, f"a server entry must be a JSON object, got {entry!r}")
+            raise _fail(cls.LABEL, f"a server entry must be a JSON object, got {_short(entry)}")
         _take(cls.LABEL, entry, "rank", (int,))
         _take(cls.LABEL, entry, "tcp", (str,))
         _take(cls.LABEL, entry, "ipc", (str,), optional=True)
@@ -182,7 +189,8 @@ class NodeTable:
         except ValueError:
             token = None
         if token is None or len(token) != TOKEN_BYTES:
-            raise _fail(cls.LABEL, f"'token' must be {TOKEN_BYTES} bytes in hex, got {text!r}")
+            raise _fail(cls.LABEL, f"'token' must be {TOKEN_BYTES} bytes in hex, got "
+                                   f"{_short(text)}")
         return token
 
 
@@ -244,7 +252,7 @@ class LearningRate:
         try:
             return _FLOAT64.pack(self.lr)
         except (struct.error, TypeError):
-            raise BodyError(f"{self.LABEL}: the rate must be a number, got {self.lr!r}") \
+            raise BodyError(f"{self.LABEL}: the rate must be a number, got {_short(self.lr)}") \
                 from None
 
     @classmethod
