@@ -237,6 +237,9 @@ class RNNCell(_GatedCell):
                          params)
         self._activation = activation
 
+    def _alias(self):
+        return "rnn"
+
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         i2h, h2h = self._project(F, inputs, states[0], i2h_weight, h2h_weight, i2h_bias,
                                  h2h_bias)
@@ -253,6 +256,9 @@ class LSTMCell(_GatedCell):
     _gates = 4
     _num_states = 2
 
+    def _alias(self):
+        return "lstm"
+
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         i2h, h2h = self._project(F, inputs, states[0], i2h_weight, h2h_weight, i2h_bias,
                                  h2h_bias)
@@ -267,6 +273,9 @@ class GRUCell(_GatedCell):
     """
 
     _gates = 3
+
+    def _alias(self):
+        return "gru"
 
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         i2h, h2h = self._project(F, inputs, states[0], i2h_weight, h2h_weight, i2h_bias,
