@@ -13,6 +13,14 @@ from ..context import Context, current_context
 from . import operator_methods, registry
 
 _NUMERIC = (int, float, bool, np.generic)
+py_slice = slice   # Python's slice, under the name MXNet code uses where nd.slice shadows it
+
+# MXNet's storage-type ids (graph attributes and file headers carry the number); minigluon
+# stores every array densely, so only 'default' is ever produced here.
+_STORAGE_TYPE_UNDEFINED, _STORAGE_TYPE_DEFAULT, _STORAGE_TYPE_ROW_SPARSE, _STORAGE_TYPE_CSR = -1, 0, 1, 2
+_STORAGE_TYPE_STR_TO_ID = {"undefined": _STORAGE_TYPE_UNDEFINED, "default": _STORAGE_TYPE_DEFAULT,
+                           "row_sparse": _STORAGE_TYPE_ROW_SPARSE, "csr": _STORAGE_TYPE_CSR}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
 _np_class = None   # mx.np.ndarray, registered by mx.np (which sits above ndarray) at import
 
 
