@@ -1,9 +1,15 @@
 """`mx.nd`: the NDArray type, creation functions, and one function per registered operator."""
 import sys as _sys
+import types as _types
 
 from . import ops_elemwise, ops_reduce, ops_shape, ops_nn, ops_conv, ops_ctc  # noqa: F401  (register ops)
 from . import ops_numpy  # noqa: F401  (NumPy-semantics ops behind mx.np)
 from . import random  # noqa: F401
+from . import ops_legacy, contrib  # noqa: F401  (register ops; mx.nd.contrib)
+from .manipulation import concatenate, moveaxis, onehot_encode  # noqa: F401
+from .interop import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: F401
+from .random import normal, uniform  # noqa: F401  (MXNet's legacy nd.normal / nd.uniform)
+from .random import normal as random_normal, uniform as random_uniform  # noqa: F401
 from .creation import (arange, array, empty, eye, full, linspace, ones, waitall,  # noqa: F401
                        zeros)
 from .ndarray import NDArray  # noqa: F401
@@ -32,6 +38,13 @@ _module = _sys.modules[__name__]
 for _name, _op in _OPS.items():
     if not hasattr(_module, _name):
         setattr(_module, _name, _make_function(_op, _name))
+
+# mx.nd._internal: the operators whose names start with "_" (e.g. _slice_assign), by name
+_internal = _types.ModuleType(__name__ + "._internal", "Internal operators, by name.")
+_sys.modules[_internal.__name__] = _internal
+for _name, _op in _OPS.items():
+    if _name.startswith("_"):
+        setattr(_internal, _name, _make_function(_op, _name))
 
 _METHODS = """sum mean max min prod nansum norm argmax argmin exp expm1 log log1p log2 log10 sqrt
 rsqrt cbrt square abs sign relu sigmoid tanh softrelu reciprocal sin cos tan arctan sinh cosh

@@ -150,6 +150,16 @@ class NDArray:
 
     wait_to_write = wait_to_read
 
+    def to_dlpack_for_read(self):
+        """A DLPack capsule sharing this array's memory, for another framework to read."""
+        self.wait_to_read()
+        return self._data.__dlpack__()
+
+    def to_dlpack_for_write(self):
+        """A DLPack capsule sharing this array's memory, for another framework to write."""
+        self.wait_to_write()
+        return self._data.__dlpack__()
+
     def tolist(self):
         return self.asnumpy().tolist()
 
@@ -202,6 +212,26 @@ class NDArray:
     def reshape_like(self, other):
         return _call("reshape", self, shape=other.shape)
 
+    def flatten(self, inplace=False):
+        """(N, d1, d2, ...) -> (N, d1*d2*...); `inplace=True` gives a view sharing the data."""
+        return self._shaped("flatten", inplace)
+
+    def squeeze(self, axis=None, inplace=False):
+        """Drop axes of size 1 (those in `axis` when given); `inplace=True` gives a view."""
+        return self._shaped("squeeze", inplace, axis=axis)
+
+    def expand_dims(self, axis, inplace=False):
+        """Insert an axis of size 1 at `axis`; `inplace=True` gives a view."""
+        return self._shaped("expand_dims", inplace, axis=axis)
+
+    def _shaped(self, name, inplace, **attrs):
+        """The shape op `name` as MXNet's methods give it: a new buffer (an operator's
+        result), or with `inplace` a view that sees later writes to this array."""
+        out = _call(name, self, **attrs)
+        if not inplace:
+            out._data = out._data.copy()    # the recorded node keeps only shapes, not data
+        return out
+
     def zeros_like(self):
         return type(self)(self._ctx.xp.zeros_like(self._data), self._ctx)
 
@@ -213,6 +243,12 @@ class NDArray:
         return _call("_getitem", self, key=raw_index(key, self._ctx))
 
     def __setitem__(self, key, value):
+        if autograd.is_recording() and (autograd.needs_grad(self) or (
+                isinstance(value, NDArray) and autograd.needs_grad(value))):
+            raise AutogradError(
+                f"x[{key!r}] = value: Inplace operations (+=, -=, x[:]=, etc) are not supported "
+                "when recording with autograd on an array, or from a value, that needs a "
+                "gradient; build the result out of place (e.g. with nd.where or concat) instead")
         key = raw_index(key, self._ctx)
         if isinstance(value, NDArray):
             value = value.as_in_context(self._ctx)._data
@@ -226,6 +262,29 @@ class NDArray:
             shape = getattr(value, "shape", ())
             raise ShapeError(f"__setitem__: cannot assign a value of shape {tuple(shape)} to "
                              f"index {key!r} of an array of shape {self.shape}: {err}") from None
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether `x[slc_key]` of a C-contiguous array of `shape` is itself C-contiguous,
+        for a key of ints and slices (NumPy's flag rule: axes of length 1 never matter)."""
+        slc_key = slc_key if isinstance(slc_key, tuple) else (slc_key,)
+        lengths, strides, step_stride = [], [], 1
+        for dim in reversed(range(len(shape))):
+            part = slc_key[dim] if dim < len(slc_key) else slice(None)
+            if isinstance(part, slice):
+                start, stop, step = part.indices(shape[dim])
+                lengths.append(len(range(start, stop, step)))
+                strides.append(step * step_stride)
+            step_stride *= shape[dim]
+        if 0 in lengths:
+            return True
+        expected = 1
+        for length, stride in zip(lengths, strides):
+            if length != 1:
+                if stride != expected:
+                    return False
+                expected *= length
+        return True
 
     def __len__(self):
         if self.ndim == 0:

@@ -158,7 +158,7 @@ def split(xp, data, num_outputs, axis=1, squeeze_axis=False):
     return (tuple(parts) if len(parts) > 1 else parts[0]), backward
 
 
-def _slice_key(name, shape, begin, end, step):
+def slice_key(name, shape, begin, end, step):
     if len(begin) != len(end) or len(begin) > len(shape):
         raise ShapeError(f"{name}: begin {begin} and end {end} must have the same length, at "
                          f"most the number of dimensions of shape {shape}")
@@ -169,7 +169,7 @@ def _slice_key(name, shape, begin, end, step):
 @register("slice", aliases=("crop",))
 def slice_op(xp, data, begin, end, step=()):
     """data[begin:end:step] per dimension; None keeps a dimension's default."""
-    key = _slice_key("slice", data.shape, tuple(begin), tuple(end), tuple(step))
+    key = slice_key("slice", data.shape, tuple(begin), tuple(end), tuple(step))
     return data[key].copy(), lambda dy: (_scatter_into(xp, data, key, dy),)
 
 
@@ -338,7 +338,12 @@ def broadcast_axis(xp, data, axis=(), size=()):
 def broadcast_like(xp, lhs, rhs, lhs_axes=None, rhs_axes=None):
     """Broadcast `lhs` to the shape of `rhs`."""
     shape = rhs.shape
-    if lhs_axes is not None:
+    if lhs_axes is not None or rhs_axes is not None:
+        lhs_axes, rhs_axes = tuple(lhs_axes or ()), tuple(rhs_axes or ())
+        if not lhs_axes or len(lhs_axes) != len(rhs_axes):
+            raise ShapeError(f"broadcast_like: lhs_axes {lhs_axes} and rhs_axes {rhs_axes} "
+                             "must be non-empty and of the same length; leave both out to "
+                             "broadcast to the whole shape of rhs")
         shape = list(lhs.shape)
         for la, ra in zip(lhs_axes, rhs_axes):
             shape[la] = rhs.shape[ra]
