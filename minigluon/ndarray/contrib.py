@@ -1,6 +1,7 @@
 """`mx.nd.contrib`: MXNet's contrib operators that minigluon has so far, the floating-point
 class tests isinf, isnan and isfinite. Each is registered as `_contrib_<name>` (so
 `mx.sym` and traced graphs see it) and exposed here under its short name."""
+from .ndarray import NDArray
 from .registry import OPS, invoke, register
 
 
@@ -14,6 +15,9 @@ def _class_test(name, test):
     register("_contrib_" + name)(op)
 
     def function(data, out=None, **kwargs):
+        if not isinstance(data, NDArray):
+            raise TypeError(f"contrib.{name}: expected an NDArray, got {type(data).__name__}; "
+                            "wrap the values with mx.nd.array(...)")
         return invoke(OPS["_contrib_" + name], (data,), kwargs, out)
     function.__name__ = name
     function.__doc__ = op.__doc__ + f"\n\n    >>> mx.nd.contrib.{name}(mx.nd.array([1, float('inf')]))"

@@ -81,14 +81,20 @@ def from_dlpack(dlpack):
         ctx = Context("gpu", device_id)
         with ctx.scope():
             return NDArray(ctx.xp.from_dlpack(dlpack), ctx)
-    return NDArray(np.from_dlpack(dlpack), Context("cpu", 0))
+    return _cpu_array(np.from_dlpack(dlpack))
+
+
+def _cpu_array(shared):
+    """NumPy marks arrays from unversioned capsules read-only; the memory is the producer's
+    to share, and an NDArray is writable, as in MXNet."""
+    return NDArray(shared if shared.flags.writeable else _writable_alias(shared), Context("cpu", 0))
 
 
 def _from_cpu_capsule(capsule):
     """A bare capsule carries no device query; minigluon's own GPU capsules come from CuPy,
     which is tried when NumPy refuses one."""
     try:
-        return NDArray(np.from_dlpack(_Capsule(capsule, (_DLPACK_CPU, 0))), Context("cpu", 0))
+        return _cpu_array(np.from_dlpack(_Capsule(capsule, (_DLPACK_CPU, 0))))
     except (BufferError, RuntimeError, TypeError) as err:
         raise ValueError(f"from_dlpack: NumPy could not import the capsule ({err}); GPU "
                          "capsules need the producing array (with __dlpack__) instead") from None
