@@ -10,7 +10,7 @@ import numpy as np
 from .. import autograd
 from ..base import AutogradError, MXNetError, ShapeError
 from ..context import Context, current_context
-from . import operator_methods, registry
+from . import mxnet_format, operator_methods, registry
 
 _NUMERIC = (int, float, bool, np.generic)
 py_slice = slice   # Python's slice, under the name MXNet code uses where nd.slice shadows it
@@ -317,6 +317,9 @@ class NDArray:
         return {"data": self.asnumpy(), "ctx": (self._ctx.device_type, self._ctx.device_id)}
 
     def __setstate__(self, state):
+        if "handle" in state:    # an MXNet NDArray's state: its binary record, loaded on cpu
+            NDArray.__init__(self, mxnet_format.read_handle(bytes(state["handle"])), Context("cpu", 0))
+            return
         ctx = Context(*state["ctx"])
         NDArray.__init__(self, ctx.xp.asarray(state["data"]), ctx)
 
