@@ -54,3 +54,10 @@ broadcast_like clip topk sort argsort flip diag zeros_like ones_like""".split()
 for _name in _METHODS:
     if _name not in NDArray.__dict__:
         setattr(NDArray, _name, _make_method(_OPS[_name], _name))
+
+# The rest of MXNet's fluent methods (x.nanprod(...), x.softmin(), ...), for the operators
+# registered so far.
+for _name in """pad nanprod argmax_channel shape_array size_array softmin split_v2 slice_like
+degrees radians arcsin arccos arcsinh arccosh arctanh rcbrt""".split():
+    if _name in _OPS and _name not in NDArray.__dict__:
+        setattr(NDArray, _name, _make_method(_OPS[_name], _name))
