@@ -27,8 +27,8 @@ def _make_function(op, name):
 
 
 def _make_method(op, name):
-    def method(self, *args, **kwargs):
-        return _invoke(op, (self,) + args, kwargs)
+    def method(self, *args, out=None, **kwargs):
+        return _invoke(op, (self,) + args, kwargs, out)
     method.__name__ = name
     method.__doc__ = op.fn.__doc__
     return method

@@ -163,6 +163,17 @@ class NDArray:
     def tolist(self):
         return self.asnumpy().tolist()
 
+    # NDArray opts out of NumPy's ufuncs (__array_ufunc__ = None, so numpy defers to our
+    # operators), which NumPy's np.all / np.any would use; they call these methods instead,
+    # and give NumPy's answer on the data as MXNet's NDArray does.
+    def all(self, axis=None, out=None, keepdims=False, **kwargs):
+        """NumPy's `all` of the data (what `np.all(x)` returns)."""
+        return np.all(self.asnumpy(), axis=axis, out=out, keepdims=keepdims, **kwargs)
+
+    def any(self, axis=None, out=None, keepdims=False, **kwargs):
+        """NumPy's `any` of the data (what `np.any(x)` returns)."""
+        return np.any(self.asnumpy(), axis=axis, out=out, keepdims=keepdims, **kwargs)
+
     def __array__(self, dtype=None, copy=None):
         arr = self.asnumpy()
         return arr if dtype is None else arr.astype(dtype, copy=False)
@@ -209,8 +220,9 @@ class NDArray:
             kwargs["shape"] = shape
         return _call("reshape", self, **kwargs)
 
-    def reshape_like(self, other):
-        return _call("reshape", self, shape=other.shape)
+    def reshape_like(self, *args, **kwargs):
+        """Reshape to the shape of `rhs` (by position or as `rhs=`), as nd.reshape_like."""
+        return _call("reshape_like", self, *args, **kwargs)
 
     def flatten(self, inplace=False):
         """(N, d1, d2, ...) -> (N, d1*d2*...); `inplace=True` gives a view sharing the data."""

@@ -67,3 +67,20 @@ def test_mxnet_internal_names():
     assert nd_module._STORAGE_TYPE_STR_TO_ID == {"undefined": -1, "default": 0,
                                                  "row_sparse": 1, "csr": 2}
     assert nd.uniform is nd.random_uniform and nd.normal is nd.random_normal
+
+
+def test_numpy_all_any_and_reductions_take_ndarrays():
+    x = nd.array([[0, 2], [3, 4]], dtype="int32")
+    assert np.all(x.floor() == x) and not np.all(x)
+    assert np.any(x) and not np.any(nd.zeros((3,)))
+    np.testing.assert_array_equal(np.all(x, axis=0), [False, True])
+    assert isinstance(np.sum(x), nd.NDArray) and np.sum(x).asscalar() == 9
+
+
+def test_fluent_methods_take_out_and_rhs_by_name():
+    y = nd.zeros((2,))
+    assert nd.ones((2, 3)).sum(axis=1, out=y) is y
+    np.testing.assert_array_equal(y.asnumpy(), [3, 3])
+    assert nd.ones((2, 3)).reshape_like(rhs=nd.zeros((3, 2))).shape == (3, 2)
+    with pytest.raises(ShapeError, match="reshape_like"):
+        nd.ones((2, 3)).reshape_like(nd.zeros((4,)))
