@@ -5,16 +5,16 @@ import types as _types
 from . import ops_elemwise, ops_reduce, ops_shape, ops_nn, ops_conv, ops_ctc  # noqa: F401  (register ops)
 from . import ops_numpy  # noqa: F401  (NumPy-semantics ops behind mx.np)
 from . import random  # noqa: F401
-from . import ops_legacy, contrib  # noqa: F401  (register ops; mx.nd.contrib)
-from .manipulation import concatenate, moveaxis, onehot_encode  # noqa: F401
-from .interop import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: F401
-from .random import normal, uniform  # noqa: F401  (MXNet's legacy nd.normal / nd.uniform)
-from .random import normal as random_normal, uniform as random_uniform  # noqa: F401
 from .creation import (arange, array, empty, eye, full, linspace, ones, waitall,  # noqa: F401
                        zeros)
 from .ndarray import NDArray  # noqa: F401
 from .registry import OPS as _OPS, invoke as _invoke
 from .serialize import load, load_frombuffer, save, save_to_bytes  # noqa: F401
+from . import ops_legacy, contrib  # noqa: F401  (register ops; mx.nd.contrib)
+from .manipulation import concatenate, moveaxis, onehot_encode  # noqa: F401
+from .interop import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: F401
+from .random import normal, uniform  # noqa: F401  (MXNet's legacy nd.normal / nd.uniform)
+from .random import normal as random_normal, uniform as random_uniform  # noqa: F401
 
 
 def _make_function(op, name):
