@@ -70,31 +70,43 @@ def to_dlpack_for_write(data):
 
 def from_dlpack(dlpack):
     """An NDArray sharing memory with a DLPack capsule or an object with `__dlpack__`
-    (a capsule from `to_dlpack_for_read`, a NumPy, CuPy or PyTorch array)."""
+    (a capsule from `to_dlpack_for_read`, a NumPy, CuPy or PyTorch array).
+
+    >>> x = mx.nd.ones((2, 3))
+    >>> y = mx.nd.from_dlpack(x.to_dlpack_for_write())   # y and x share memory
+    """
     if not hasattr(dlpack, "__dlpack__"):
         if type(dlpack).__name__ != "PyCapsule":
             raise TypeError("from_dlpack: expected a DLPack capsule or an object with "
                             f"__dlpack__, got {type(dlpack).__name__}")
-        return _from_cpu_capsule(dlpack)
+        dlpack = _Capsule(dlpack, capsule_device(dlpack))
     device_type, device_id = dlpack.__dlpack_device__()
     if device_type == _DLPACK_CUDA:
         ctx = Context("gpu", device_id)
         with ctx.scope():
             return NDArray(ctx.xp.from_dlpack(dlpack), ctx)
+    if device_type != _DLPACK_CPU:
+        raise ValueError(f"from_dlpack: memory on DLPack device type {device_type}; minigluon "
+                         f"takes CPU ({_DLPACK_CPU}) and CUDA ({_DLPACK_CUDA}) memory")
     return _cpu_array(np.from_dlpack(dlpack))
+
+
+def capsule_device(capsule):
+    """(device type, device id) of an unconsumed "dltensor" capsule, read from the
+    DLTensor it points to: its `data` pointer is followed by the int32 pair DLDevice."""
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object,
+                                                                  ctypes.c_char_p]
+    try:
+        address = get_pointer(capsule, b"dltensor")
+    except ValueError:
+        raise ValueError("from_dlpack: the capsule is not an unused DLPack tensor (each "
+                         "capsule can be imported once)") from None
+    device = (ctypes.c_int32 * 2).from_address(address + ctypes.sizeof(ctypes.c_void_p))
+    return int(device[0]), int(device[1])
 
 
 def _cpu_array(shared):
     """NumPy marks arrays from unversioned capsules read-only; the memory is the producer's
     to share, and an NDArray is writable, as in MXNet."""
     return NDArray(shared if shared.flags.writeable else _writable_alias(shared), Context("cpu", 0))
-
-
-def _from_cpu_capsule(capsule):
-    """A bare capsule carries no device query; minigluon's own GPU capsules come from CuPy,
-    which is tried when NumPy refuses one."""
-    try:
-        return _cpu_array(np.from_dlpack(_Capsule(capsule, (_DLPACK_CPU, 0))))
-    except (BufferError, RuntimeError, TypeError) as err:
-        raise ValueError(f"from_dlpack: NumPy could not import the capsule ({err}); GPU "
-                         "capsules need the producing array (with __dlpack__) instead") from None

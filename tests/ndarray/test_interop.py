@@ -56,3 +56,12 @@ def test_from_dlpack_takes_numpy_arrays_and_rejects_other_objects():
     np.testing.assert_array_equal(nd.from_dlpack(np.arange(3.0)).asnumpy(), [0, 1, 2])
     with pytest.raises(TypeError, match="DLPack capsule"):
         nd.from_dlpack("not a capsule")
+
+
+def test_capsule_names_its_device_and_is_used_once():
+    from minigluon.ndarray.interop import capsule_device
+    pack = nd.ones((2,)).to_dlpack_for_read()
+    assert capsule_device(pack) == (1, 0)       # DLPack's kDLCPU, device 0
+    nd.from_dlpack(pack)
+    with pytest.raises(ValueError, match="imported once"):
+        nd.from_dlpack(pack)
