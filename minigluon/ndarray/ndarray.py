@@ -241,7 +241,7 @@ class NDArray:
         result), or with `inplace` a view that sees later writes to this array."""
         out = _call(name, self, **attrs)
         if not inplace:
-            out._data = out._data.copy()    # the recorded node keeps only shapes, not data
+            out._data = out._data.copy()    # a reshape's backward needs no output values
         return out
 
     def zeros_like(self):
