@@ -16,11 +16,11 @@ _NUMERIC = (int, float, bool, np.generic)
 py_slice = slice   # Python's slice, under the name MXNet code uses where nd.slice shadows it
 
 # MXNet's storage-type ids (graph attributes and file headers carry the number); minigluon
-# stores every array densely, so only 'default' is ever produced here.
-_STORAGE_TYPE_UNDEFINED, _STORAGE_TYPE_DEFAULT, _STORAGE_TYPE_ROW_SPARSE, _STORAGE_TYPE_CSR = -1, 0, 1, 2
-_STORAGE_TYPE_STR_TO_ID = {"undefined": _STORAGE_TYPE_UNDEFINED, "default": _STORAGE_TYPE_DEFAULT,
-                           "row_sparse": _STORAGE_TYPE_ROW_SPARSE, "csr": _STORAGE_TYPE_CSR}
-_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
+# stores every array densely, so only 'default' is ever produced here. The underscored
+# names are MXNet's, which its tests import; minigluon's own modules use the public ones.
+STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
+STORAGE_TYPE_ID_TO_STR = {v: k for k, v in STORAGE_TYPE_STR_TO_ID.items()}
+_STORAGE_TYPE_STR_TO_ID, _STORAGE_TYPE_ID_TO_STR = STORAGE_TYPE_STR_TO_ID, STORAGE_TYPE_ID_TO_STR
 _np_class = None   # mx.np.ndarray, registered by mx.np (which sits above ndarray) at import
 
 
