@@ -66,6 +66,8 @@ def test_mxnet_internal_names():
     assert nd_module.py_slice is slice
     assert nd_module._STORAGE_TYPE_STR_TO_ID == {"undefined": -1, "default": 0,
                                                  "row_sparse": 1, "csr": 2}
+    assert nd_module._STORAGE_TYPE_STR_TO_ID is nd_module.STORAGE_TYPE_STR_TO_ID
+    assert nd_module.STORAGE_TYPE_ID_TO_STR[1] == "row_sparse"
     assert nd.uniform is nd.random_uniform and nd.normal is nd.random_normal
 
 
