@@ -77,6 +77,9 @@ _reducer("prod", lambda xp, x, a: x.prod(axis=a),
          lambda xp, x, y, dy, a: dy * _prod_except(xp, x, a))
 _reducer("nansum", lambda xp, x, a: xp.nansum(x, axis=a),
          lambda xp, x, y, dy, a: xp.where(xp.isnan(x), 0, dy))
+_reducer("nanprod", lambda xp, x, a: xp.nanprod(x, axis=a),
+         lambda xp, x, y, dy, a: xp.where(
+             xp.isnan(x), 0, dy * _prod_except(xp, xp.where(xp.isnan(x), 1, x), a)))
 
 
 def _prod_except(xp, x, axes):
@@ -133,6 +136,15 @@ _arg_reducer("argmax", lambda xp, x, a: xp.argmax(x, axis=a))
 _arg_reducer("argmin", lambda xp, x, a: xp.argmin(x, axis=a))
 
 
+@register("argmax_channel")
+def argmax_channel(xp, data):
+    """Index of the maximum along the last axis (the channels of each row), as float32."""
+    if data.ndim == 0 or data.shape[-1] == 0:
+        raise ShapeError(f"argmax_channel: needs a last axis of at least one element, got "
+                         f"shape {data.shape}")
+    return _at_least_1d(xp.asarray(xp.argmax(data, axis=-1)).astype(np.float32)), None
+
+
 def _softmax_core(xp, data, axis, temperature):
     z = data / temperature if temperature not in (None, 1, 1.0) else data
     z = z - z.max(axis=axis, keepdims=True)
@@ -150,6 +162,13 @@ def softmax(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
     def backward(dy):
         return ((dy - (dy * out).sum(axis=axis, keepdims=True)) * out / t,)
     return out, backward
+
+
+@register("softmin")
+def softmin(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
+    """softmax(-x) along `axis`: the smallest values get the largest weights."""
+    out, softmax_backward = softmax(xp, -data, axis, temperature)
+    return out, lambda dy: (-softmax_backward(dy)[0],)
 
 
 @register("log_softmax")
