@@ -3,6 +3,7 @@ import sys as _sys
 
 from . import ops_elemwise, ops_reduce, ops_shape, ops_nn, ops_conv, ops_ctc  # noqa: F401  (register ops)
 from . import ops_numpy  # noqa: F401  (NumPy-semantics ops behind mx.np)
+from . import ops_math  # noqa: F401  (inverse trigonometric, angle and cube-root ops)
 from . import random  # noqa: F401
 from .creation import (arange, array, empty, eye, full, linspace, ones, waitall,  # noqa: F401
                        zeros)

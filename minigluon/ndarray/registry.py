@@ -11,6 +11,10 @@ the right device, wraps the result and records a tape node when autograd is reco
 NDArray methods, `mx.nd.*` functions and (later) symbols all go through it. The registry
 sits below the array class that calls it: ndarray.py hands it that class once, at import,
 with `set_array_class`.
+
+Higher-order gradients: an op whose backward is a `Backward` (a formula written once for the
+array module) can also run that formula on recorded arrays, through `TracingXp`, so that
+`autograd.grad(..., create_graph=True)` records the backward pass itself.
 """
 import functools
 
@@ -144,12 +148,77 @@ def _record(op, inputs, outputs, backward):
     need = tuple(x is not None and autograd.needs_grad(x) for x in arrays)
     if not any(need):
         return
+    traced = None
+    if isinstance(backward, Backward):
+        traced = functools.partial(_traced_backward, backward, [o._data for o in outputs],
+                                   need if op.takes_need else None)
     if op.takes_need:
         backward = functools.partial(backward, need=need)
     node = autograd.Node(op.name, backward, arrays,
-                         [(o.shape, o._data.dtype, o._ctx) for o in outputs])
+                         [(o.shape, o._data.dtype, o._ctx) for o in outputs], traced)
     for i, o in enumerate(outputs):
         o._node, o._out_index = node, i
+
+
+class Backward:
+    """An op's backward written once, as `formula(xp, *args, *out_grads)`, for either module.
+
+    Called with raw gradients it runs `formula` on the op's array module (the fast path of
+    every `backward()`). For `autograd.grad(create_graph=True)` the tape runs the same formula
+    on recorded arrays instead (see `_traced_backward`): `args` that are the op's inputs or
+    outputs become those arrays on the tape, every other array a constant, and `xp` becomes
+    `TracingXp`, so the backward pass is itself differentiable. A formula therefore computes
+    what depends on the inputs (reshapes, products) inside itself, from `args`.
+
+    Example, for y = sin(x): ``return out, Backward(lambda xp, x, dy: (dy * xp.cos(x),), xp, x)``
+    """
+
+    __slots__ = ("formula", "xp", "args")
+
+    def __init__(self, formula, xp, *args):
+        self.formula, self.xp, self.args = formula, xp, args
+
+    def __call__(self, *out_grads, **kwargs):
+        return self.formula(self.xp, *self.args, *out_grads, **kwargs)
+
+
+class TracingXp:
+    """The array module of a traced backward: `xp.cos(x)` runs the registered op `cos` on
+    arrays, recorded like any other call."""
+
+    _NAMES = {"matmul": "dot"}   # NumPy's spelling -> the registered op
+
+    def __getattr__(self, name):
+        op = get(self._NAMES.get(name, name))
+        return lambda *args, **kwargs: invoke(op, args, kwargs)
+
+    def where(self, condition, x, y):
+        """NumPy's where, scalars included (the `where` op takes two arrays)."""
+        like = next(a for a in (x, y, condition) if isinstance(a, _Array))
+        x, y = [a if isinstance(a, _Array) else like.zeros_like() + a for a in (x, y)]
+        return invoke(get("where"), (condition, x, y), {})
+
+
+_TRACING_XP = TracingXp()
+
+
+def _traced_backward(backward, raw_outputs, need, node, *out_grads):
+    """Run `backward`'s formula on the tape: the gradients it returns are recorded arrays."""
+    cls, ctx = type(out_grads[0]), out_grads[0]._ctx
+    swap = {id(x._data): x for x in node.inputs if x is not None}
+    for i, raw in enumerate(raw_outputs):
+        handle = cls(raw, ctx)
+        handle._node, handle._out_index = node, i
+        swap[id(raw)] = handle
+    args = [swap.get(id(a), a) if not _is_raw(a) or id(a) in swap else cls(a, ctx)
+            for a in backward.args]
+    kwargs = {} if need is None else {"need": need}
+    return backward.formula(_TRACING_XP, *args, *out_grads, **kwargs)
+
+
+def _is_raw(x):
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, _Array) \
+        and not is_scalar(x)
 
 
 def _write_out(op, outputs, out):
