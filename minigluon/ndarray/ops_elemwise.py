@@ -31,6 +31,9 @@ def register_unary(name, forward, grad=None, aliases=()):
     `autograd.grad(create_graph=True)` can record it (see `registry.Backward`).
     """
     def op(xp, data):
+        if not hasattr(data, "dtype"):
+            raise DTypeError(f"{name}: data must be an NDArray, got {type(data).__name__} "
+                             f"{data!r}; convert it with mx.nd.array(...) first")
         out = forward(xp, data)
         if out.dtype != data.dtype:
             out = out.astype(data.dtype)
