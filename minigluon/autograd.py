@@ -96,7 +96,7 @@ _node_seq = itertools.count()
 class Node:
     """One recorded operator: how to map output gradients to input gradients."""
 
-    __slots__ = ("op_name", "backward", "inputs", "out_meta", "seq", "traced")
+    __slots__ = ("op_name", "backward", "inputs", "out_meta", "seq", "traced", "call")
 
     def __init__(self, op_name, backward, inputs, out_meta, traced=None):
         self.seq = next(_node_seq)    # recording order: backward runs it in reverse
@@ -107,6 +107,7 @@ class Node:
         # f(node, *out_grads as arrays) -> input grads as recorded arrays, for
         # create_graph=True; None where the op's backward is not itself differentiable
         self.traced = traced
+        self.call = None    # (op, inputs, extra args, attrs) as invoked, for get_symbol
 
     def __repr__(self):
         return f"<Node {self.op_name}>"
@@ -382,9 +383,32 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     return out
 
 
+_symbol_builder = None   # set by minigluon.symbol at import: array -> Symbol
+
+
+def set_symbol_builder(builder):
+    """Let `get_symbol` build Symbols with `builder(array)` (minigluon.symbol calls this)."""
+    global _symbol_builder
+    _symbol_builder = builder
+
+
 def get_symbol(x):
-    """Not available: minigluon records closures, not a symbolic graph."""
-    raise AutogradError("autograd.get_symbol is not supported; use HybridBlock.export")
+    """The recorded computation that produced `x`, as a Symbol.
+
+    Arrays marked with `attach_grad()` become variables `var0`, `var1`, ...; other arrays
+    the graph read become variables `null0`, ... (as in MXNet)::
+
+        with autograd.record():
+            y = x * x + 2 * x - 1
+        autograd.get_symbol(y).list_arguments()     # ['var0']
+    """
+    if _symbol_builder is None:
+        raise AutogradError("autograd.get_symbol needs minigluon.symbol; import minigluon "
+                            "(or minigluon.symbol) first")
+    if not _is_array(x) or x._node is None:
+        raise AutogradError("autograd.get_symbol: the array was not computed inside "
+                            "autograd.record() from an array with attach_grad()")
+    return _symbol_builder(x)
 
 
 class Function:

@@ -129,7 +129,7 @@ def invoke(op, args, kwargs, out=None):
     # asarray: NumPy ufuncs turn 0-d arrays into scalars, which have no buffer to wrap
     outputs = [cls(ctx.xp.asarray(r), ctx) for r in (result if multi else (result,))]
     if backward is not None and autograd.is_recording():
-        _record(op, inputs, outputs, backward)
+        _record(op, inputs, outputs, backward, extra, attrs)
     if out is not None:
         return _write_out(op, outputs, out)
     return outputs if multi else outputs[0]
@@ -143,7 +143,7 @@ def _result_class(inputs, base):
     return base
 
 
-def _record(op, inputs, outputs, backward):
+def _record(op, inputs, outputs, backward, extra=(), attrs=None):
     arrays = [x if isinstance(x, _Array) else None for x in inputs]
     need = tuple(x is not None and autograd.needs_grad(x) for x in arrays)
     if not any(need):
@@ -156,6 +156,7 @@ def _record(op, inputs, outputs, backward):
         backward = functools.partial(backward, need=need)
     node = autograd.Node(op.name, backward, arrays,
                          [(o.shape, o._data.dtype, o._ctx) for o in outputs], traced)
+    node.call = (op, inputs, extra, attrs)
     for i, o in enumerate(outputs):
         o._node, o._out_index = node, i
 
