@@ -211,15 +211,18 @@ def _traced_backward(backward, raw_outputs, need, node, *out_grads):
         handle = cls(raw, ctx)
         handle._node, handle._out_index = node, i
         swap[id(raw)] = handle
-    args = [swap.get(id(a), a) if not _is_raw(a) or id(a) in swap else cls(a, ctx)
-            for a in backward.args]
+    args = [_on_tape(a, swap, cls, ctx) for a in backward.args]
     kwargs = {} if need is None else {"need": need}
     return backward.formula(_TRACING_XP, *args, *out_grads, **kwargs)
 
 
-def _is_raw(x):
-    return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, _Array) \
-        and not is_scalar(x)
+def _on_tape(arg, swap, cls, ctx):
+    """A formula argument for the traced run: the op's input or output array on the tape, a
+    constant array for any other buffer, and anything else (scalars, axes, flags) as is."""
+    if id(arg) in swap:
+        return swap[id(arg)]
+    is_buffer = hasattr(arg, "shape") and hasattr(arg, "dtype") and not is_scalar(arg)
+    return cls(arg, ctx) if is_buffer and not isinstance(arg, _Array) else arg
 
 
 def _write_out(op, outputs, out):
