@@ -11,6 +11,7 @@ array module), `shape`/`dtype`, and the tape slots `_node`, `_out_index`, `_grad
 `_grad_req` that this module reads and writes. New arrays are built with the type of an
 array at hand, so mx.nd, mx.np and any other front end record alike.
 """
+import functools
 import itertools
 import threading
 
@@ -107,7 +108,7 @@ class Node:
         # f(node, *out_grads as arrays) -> input grads as recorded arrays, for
         # create_graph=True; None where the op's backward is not itself differentiable
         self.traced = traced
-        self.call = None    # (op, inputs, extra args, attrs) as invoked, for get_symbol
+        self.call = None    # (op, inputs, extra args, attrs, results) as the registry ran it
 
     def __repr__(self):
         return f"<Node {self.op_name}>"
@@ -176,39 +177,31 @@ def _accumulate(store, key, grad):
     store[key] = grad if prev is None else prev + grad
 
 
-class _Pass:
-    """How one backward pass handles gradients: raw buffers (the normal, fast path) or, with
-    create_graph, arrays recorded on the tape so that a later pass differentiates them."""
+def _head_grad(head, hgrad, graph):
+    """The starting gradient of one head: ones, or the caller's head gradient."""
+    xp = head.context.xp
+    if hgrad is None:
+        raw = xp.ones(head.shape, dtype=head.dtype)
+    elif _is_array(hgrad) and graph is not None:
+        raw = hgrad    # keep it on the tape: the head gradient may itself be recorded
+    else:
+        raw = hgrad._data if _is_array(hgrad) else xp.asarray(hgrad)
+    if raw.shape != head.shape:
+        raise AutogradError(
+            f"head_grads shape {raw.shape} does not match head shape {head.shape}")
+    return raw if graph is None else graph.wrap(raw, head)
 
-    def __init__(self, create_graph):
-        self.create_graph = create_graph
 
-    def head_grad(self, head, hgrad):
-        xp = head.context.xp
-        if hgrad is None:
-            raw = xp.ones(head.shape, dtype=head.dtype)
-        elif _is_array(hgrad) and self.create_graph:
-            raw = hgrad    # keep it on the tape: the head gradient may itself be recorded
-        else:
-            raw = hgrad._data if _is_array(hgrad) else xp.asarray(hgrad)
-        if raw.shape != head.shape:
-            raise AutogradError(
-                f"head_grads shape {raw.shape} does not match head shape {head.shape}")
-        return self.wrap(raw, head)
+class _GraphPass:
+    """A backward pass with create_graph: gradients are arrays recorded on the tape (each
+    op's backward runs as recorded operators), so that a later pass differentiates them."""
 
-    def wrap(self, raw, like):
-        """`raw` as the pass holds gradients: itself, or an array of `like`'s type."""
-        if not self.create_graph or _is_array(raw):
-            return raw
-        return type(like)(raw, like.context)
+    @staticmethod
+    def wrap(raw, like):
+        """`raw` as an array of `like`'s type (arrays pass unchanged)."""
+        return raw if _is_array(raw) else type(like)(raw, like.context)
 
-    def zeros(self, meta, like):
-        shape, dtype, ctx = meta
-        return self.wrap(ctx.xp.zeros(shape, dtype=dtype), like)
-
-    def run(self, node, outs):
-        if not self.create_graph:
-            return node.backward(*outs)
+    def run(self, node, *outs):
         if node.traced is not None:
             return _keep_on_tape(node, outs, node.traced(node, *outs))
         return self._untraced(node, outs)
@@ -262,7 +255,8 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False):
 
     Gradients are raw buffers, or recorded arrays when `create_graph` is set.
     """
-    node_grads, var_grads, mode = {}, {}, _Pass(create_graph)
+    node_grads, var_grads = {}, {}
+    graph = _GraphPass() if create_graph else None
 
     def send(array, grad):
         if array._node is not None:
@@ -277,7 +271,7 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False):
                 "cannot differentiate: the head array was not computed inside "
                 "autograd.record() from an array with attach_grad(); record the forward "
                 "pass with `with autograd.record():`")
-        send(head, mode.head_grad(head, hgrad))
+        send(head, _head_grad(head, hgrad, graph))
 
     order = _topological_order(heads)
     for node in order:
@@ -285,24 +279,29 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False):
             raise AutogradError(
                 f"the graph through {node.op_name} was already freed by an earlier backward; "
                 "pass retain_graph=True to the first backward to run it again")
-    like = heads[0]
     for node in order:
         outs = [node_grads.pop((id(node), i), None) for i in range(len(node.out_meta))]
         if all(g is None for g in outs):
             continue
-        outs = [g if g is not None else mode.zeros(meta, like)
+        outs = [g if g is not None else _zeros(meta, graph, heads[0])
                 for g, meta in zip(outs, node.out_meta)]
+        run = node.backward if graph is None else functools.partial(graph.run, node)
         if profiler._running and node.op_name != "CachedGraph":   # a graph times its steps
-            in_grads = profiler.timed(f"{node.op_name}_backward", "backward", mode.run, node,
-                                      outs)
+            in_grads = profiler.timed(f"{node.op_name}_backward", "backward", run, *outs)
         else:
-            in_grads = mode.run(node, outs)
+            in_grads = run(*outs)
         for inp, grad in zip(node.inputs, in_grads):
             if inp is not None and grad is not None and needs_grad(inp):
-                send(inp, fit_grad(mode.wrap(grad, inp), inp))
+                send(inp, fit_grad(grad if graph is None else graph.wrap(grad, inp), inp))
         if not retain_graph:
             node.backward = node.traced = None
     return var_grads
+
+
+def _zeros(meta, graph, like):
+    shape, dtype, ctx = meta
+    raw = ctx.xp.zeros(shape, dtype=dtype)
+    return raw if graph is None else graph.wrap(raw, like)
 
 
 def fit_grad(grad, array):

@@ -39,13 +39,17 @@ def register_unary(name, forward, grad=None, aliases=()):
             out = out.astype(data.dtype)
         if grad is None:
             return out, None
-        return out, Backward(lambda m, x, y, dy: (grad(m, x, y, dy),), xp, data, out)
+        return out, Backward(_unary_grads, xp, grad, data, out)
     op.__name__ = name
     op.__doc__ = f"Element-wise {name}."
     register(name, aliases=aliases)(op)
 
 
 _unary = register_unary
+
+
+def _unary_grads(xp, grad, x, y, dy):
+    return (grad(xp, x, y, dy),)
 
 
 def _sigmoid(xp, x):

@@ -129,7 +129,7 @@ def invoke(op, args, kwargs, out=None):
     # asarray: NumPy ufuncs turn 0-d arrays into scalars, which have no buffer to wrap
     outputs = [cls(ctx.xp.asarray(r), ctx) for r in (result if multi else (result,))]
     if backward is not None and autograd.is_recording():
-        _record(op, inputs, outputs, backward, extra, attrs)
+        _record(op, inputs, outputs, backward, extra, attrs, result)
     if out is not None:
         return _write_out(op, outputs, out)
     return outputs if multi else outputs[0]
@@ -143,44 +143,38 @@ def _result_class(inputs, base):
     return base
 
 
-def _record(op, inputs, outputs, backward, extra=(), attrs=None):
+def _record(op, inputs, outputs, backward, extra, attrs, result):
     arrays = [x if isinstance(x, _Array) else None for x in inputs]
     need = tuple(x is not None and autograd.needs_grad(x) for x in arrays)
     if not any(need):
         return
-    traced = None
-    if isinstance(backward, Backward):
-        traced = functools.partial(_traced_backward, backward, [o._data for o in outputs],
-                                   need if op.takes_need else None)
+    traced = _traced_backward if isinstance(backward, Backward) else None
     if op.takes_need:
         backward = functools.partial(backward, need=need)
     node = autograd.Node(op.name, backward, arrays,
                          [(o.shape, o._data.dtype, o._ctx) for o in outputs], traced)
-    node.call = (op, inputs, extra, attrs)
+    # the call as made (get_symbol replays it) and the op's raw results (a traced
+    # backward finds the outputs among its formula's arguments by identity)
+    node.call = (op, inputs, extra, attrs, result)
     for i, o in enumerate(outputs):
         o._node, o._out_index = node, i
 
 
-class Backward:
+class Backward(functools.partial):
     """An op's backward written once, as `formula(xp, *args, *out_grads)`, for either module.
 
     Called with raw gradients it runs `formula` on the op's array module (the fast path of
-    every `backward()`). For `autograd.grad(create_graph=True)` the tape runs the same formula
-    on recorded arrays instead (see `_traced_backward`): `args` that are the op's inputs or
-    outputs become those arrays on the tape, every other array a constant, and `xp` becomes
-    `TracingXp`, so the backward pass is itself differentiable. A formula therefore computes
-    what depends on the inputs (reshapes, products) inside itself, from `args`.
+    every `backward()`; a `functools.partial`, so calling it costs no extra Python frame).
+    For `autograd.grad(create_graph=True)` the tape runs the same formula on recorded arrays
+    instead (see `_traced_backward`): `args` that are the op's inputs or outputs become those
+    arrays on the tape, every other array a constant, and `xp` becomes `TracingXp`, so the
+    backward pass is itself differentiable. A formula therefore computes what depends on the
+    inputs (reshapes, products) inside itself, from `args`.
 
     Example, for y = sin(x): ``return out, Backward(lambda xp, x, dy: (dy * xp.cos(x),), xp, x)``
     """
 
-    __slots__ = ("formula", "xp", "args")
-
-    def __init__(self, formula, xp, *args):
-        self.formula, self.xp, self.args = formula, xp, args
-
-    def __call__(self, *out_grads, **kwargs):
-        return self.formula(self.xp, *self.args, *out_grads, **kwargs)
+    __slots__ = ()
 
 
 class TracingXp:
@@ -203,17 +197,22 @@ class TracingXp:
 _TRACING_XP = TracingXp()
 
 
-def _traced_backward(backward, raw_outputs, need, node, *out_grads):
-    """Run `backward`'s formula on the tape: the gradients it returns are recorded arrays."""
+def _traced_backward(node, *out_grads):
+    """Run the node's `Backward` formula on the tape: the gradients are recorded arrays."""
+    # a Backward, or for takes_need ops partial(Backward, need=...), which Python may have
+    # flattened into one partial of the formula
+    backward, kwargs = node.backward, dict(node.backward.keywords)
+    if isinstance(backward.func, functools.partial):
+        backward = backward.func
+    result = node.call[4]
     cls, ctx = type(out_grads[0]), out_grads[0]._ctx
     swap = {id(x._data): x for x in node.inputs if x is not None}
-    for i, raw in enumerate(raw_outputs):
-        handle = cls(raw, ctx)
+    for i, raw in enumerate(result if isinstance(result, tuple) else (result,)):
+        handle = cls(ctx.xp.asarray(raw), ctx)
         handle._node, handle._out_index = node, i
         swap[id(raw)] = handle
-    args = [_on_tape(a, swap, cls, ctx) for a in backward.args]
-    kwargs = {} if need is None else {"need": need}
-    return backward.formula(_TRACING_XP, *args, *out_grads, **kwargs)
+    args = [_on_tape(a, swap, cls, ctx) for a in backward.args[1:]]   # args[0] is xp
+    return backward.func(_TRACING_XP, *args, *out_grads, **kwargs)
 
 
 def _on_tape(arg, swap, cls, ctx):

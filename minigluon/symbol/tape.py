@@ -33,7 +33,7 @@ def symbol_of(head):
             raise MXNetError(f"autograd.get_symbol: {node.op_name} (a custom Function or a "
                              "hybridized block) has no operator call to rebuild; record "
                              "plain operators, or export the block with HybridBlock.export")
-        op, inputs, extra, attrs = node.call
+        op, inputs, extra, attrs = node.call[:4]
         built[id(node)] = apply_op(op, [operand(x) for x in inputs] + list(extra),
                                    dict(attrs))
     return built[id(head._node)][head._out_index]
