@@ -395,10 +395,3 @@ def test_smooth_l1(scalar):
     check_close(nd.smooth_l1(nd.array(x), scalar=scalar), want, rtol=1e-5)
     check_grad(lambda a: nd.smooth_l1(a, scalar=scalar), x)
 
-
-def test_float32_exp_is_correctly_rounded_as_mxnet_expf():
-    """exp of float32 rounds the exact value (float64 oracle), e.g. exp(1) = 2.7182817."""
-    x = np.linspace(-20, 20, 4001).astype(np.float32)
-    got = nd.exp(nd.array(x)).asnumpy()
-    assert got.dtype == np.float32
-    np.testing.assert_array_equal(got, np.exp(x.astype(np.float64)).astype(np.float32))
