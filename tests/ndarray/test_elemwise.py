@@ -394,4 +394,3 @@ def test_smooth_l1(scalar):
     want = np.where(np.abs(x) < 1 / s2, 0.5 * s2 * x ** 2, np.abs(x) - 0.5 / s2)
     check_close(nd.smooth_l1(nd.array(x), scalar=scalar), want, rtol=1e-5)
     check_grad(lambda a: nd.smooth_l1(a, scalar=scalar), x)
-
