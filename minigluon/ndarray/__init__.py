@@ -7,6 +7,7 @@ from . import ops_convolution, ops_deconvolution, ops_pooling, ops_ctc  # noqa: 
 from . import ops_numpy  # noqa: F401  (NumPy-semantics ops behind mx.np)
 from . import ops_sequence  # noqa: F401  (SequenceMask, SequenceLast, SequenceReverse)
 from . import ops_rnn  # noqa: F401  (the fused RNN operator)
+from . import ops_math  # noqa: F401  (inverse trigonometric, angle and cube-root ops)
 from . import random  # noqa: F401
 from .creation import (arange, array, empty, eye, full, linspace, ones, waitall,  # noqa: F401
                        zeros)
