@@ -12,6 +12,7 @@ _allocator.tune()
 from .base import MXNetError  # noqa: F401
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
 from . import context  # noqa: F401
+from . import name  # noqa: F401
 from . import autograd  # noqa: F401
 from . import ndarray  # noqa: F401
 from . import ndarray as nd  # noqa: F401

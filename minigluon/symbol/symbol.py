@@ -15,9 +15,9 @@ import json
 import numpy as np
 
 from ..base import MXNetError
+from ..name import NameManager
 from ..ndarray import operator_methods, registry
 
-_counters = {}
 _node_seq = itertools.count()
 _np_class = None   # mx.np's symbol class, registered by mx.np (which sits above symbol)
 
@@ -29,10 +29,7 @@ def set_np_class(cls):
 
 
 def _auto_name(op_name):
-    key = op_name.lower().lstrip("_")
-    n = _counters.get(key, itertools.count())
-    _counters[key] = n
-    return f"{key}{next(n)}"
+    return NameManager.current.get(None, op_name.lower().lstrip("_"))
 
 
 def _num_outputs(op_name, attrs):
