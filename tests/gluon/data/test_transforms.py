@@ -234,3 +234,12 @@ def test_random_apply_applies_with_probability_p():
     assert T.RandomApply(lambda x: x * 0, p=1.0)(nd.ones((2,))).asnumpy().tolist() == [0, 0]
     with pytest.raises(ValueError, match="p must be a probability"):
         T.RandomApply(T.Resize(4), p=2)
+
+
+def test_random_rotation_draws_one_angle_per_image_of_a_batch():
+    mx.random.seed(5)
+    img = RNG.standard_normal((1, 9, 9)).astype(np.float32)
+    batch = nd.array(np.stack([img] * 4))
+    out = T.RandomRotation((-60, 60))(batch).asnumpy()
+    assert out.shape == (4, 1, 9, 9)
+    assert len({out[i].tobytes() for i in range(4)}) == 4

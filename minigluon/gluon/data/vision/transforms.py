@@ -559,9 +559,11 @@ def _check_rotatable(img, what):
 
 
 def _rotate(img, degrees, zoom_in, zoom_out):
+    """`degrees`: one angle, or one per image of an NCHW batch."""
     if img.ndim == 3:
         return _rotate_chw(img, degrees, zoom_in, zoom_out)
-    return np.stack([_rotate_chw(one, degrees, zoom_in, zoom_out) for one in img])
+    angles = np.broadcast_to(degrees, (img.shape[0],))
+    return np.stack([_rotate_chw(one, a, zoom_in, zoom_out) for one, a in zip(img, angles)])
 
 
 def _check_zoom(zoom_in, zoom_out):
@@ -593,7 +595,8 @@ class Rotate(_NumpyTransform, Block):
 
 class RandomRotation(_NumpyTransform, Block):
     """With probability `rotate_with_proba`, rotate like `Rotate` by an angle drawn
-    uniformly from `angle_limits` = (lower, upper) degrees; otherwise return the input.
+    uniformly from `angle_limits` = (lower, upper) degrees (one per image of a batch);
+    otherwise return the input.
 
     >>> transforms.RandomRotation((-10, 10))(mx.nd.ones((3, 32, 32)))
     """
@@ -612,10 +615,11 @@ class RandomRotation(_NumpyTransform, Block):
         self._proba = rotate_with_proba
 
     def _transform(self, img):
-        _check_rotatable(img, "RandomRotation")
         if _rng().random() >= self._proba:
-            return img.copy()
-        return _rotate(img, _rng().uniform(*self._limits), *self._zoom)
+            return img.copy()          # as in MXNet, a skipped image is not type-checked
+        _check_rotatable(img, "RandomRotation")
+        count = () if img.ndim == 3 else (img.shape[0],)     # one angle per image
+        return _rotate(img, _rng().uniform(*self._limits, count), *self._zoom)
 
     def _repr_args(self):
         return {"angle_limits": self._limits, "rotate_with_proba": self._proba}
