@@ -5,7 +5,6 @@ from . import ops_elemwise, ops_reduce, ops_shape, ops_nn  # noqa: F401  (regist
 from . import ops_convolution, ops_deconvolution, ops_pooling, ops_ctc  # noqa: F401
 from . import ops_numpy  # noqa: F401  (NumPy-semantics ops behind mx.np)
 from . import random  # noqa: F401
-from . import ops_image, image  # noqa: F401  (mx.nd.image)
 from . import ops_loss  # noqa: F401  (make_loss)
 from .creation import (arange, array, empty, eye, full, linspace, ones, waitall,  # noqa: F401
                        zeros)

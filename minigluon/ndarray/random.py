@@ -134,16 +134,3 @@ def multinomial(data, shape=None, get_prob=False, dtype="int32", **kwargs):
         return out
     logp = np.log(np.take_along_axis(flat, idx, axis=1)).reshape(samples.shape)
     return out, NDArray(ctx.xp.asarray(logp.astype(np.float32)), ctx)
-
-
-def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    """Samples from the Poisson distribution of rate `lam` (a number, or an NDArray of
-    rates giving `shape` samples per rate); float32 counts by default, as in MXNet.
-
-    >>> mx.nd.random.poisson(lam=4, shape=(2, 3))
-    """
-    low = float(lam.min().asscalar()) if isinstance(lam, NDArray) else float(lam)
-    if not low >= 0:
-        raise ValueError(f"poisson: lam must be a non-negative rate, got {low}")
-    return _draw(lambda g, p, s, d: g.rng.poisson(p[0], s).astype(d), (lam,), shape, dtype,
-                 ctx, out)

@@ -1,15 +1,15 @@
-"""`mx.sym.image`: the image operators of `ndarray/ops_image.py` as graph nodes.
+"""`mx.sym.image`: the image operators registered as `_image_<name>` (see `mx.nd.image`),
+as graph nodes under their short names.
 
 >>> mx.sym.image.crop(mx.sym.var('data'), 0, 0, 3, 3)
 """
-from ..ndarray import image as nd_image
 from ..ndarray.registry import OPS
 from .symbol import apply_op
 
+_PREFIX = "_image_"
 
-def _public(name):
-    op = OPS["_image_" + name]
 
+def _public(op, name):
     def function(*args, **kwargs):
         return apply_op(op, args, kwargs)
     function.__name__ = function.__qualname__ = name
@@ -17,7 +17,6 @@ def _public(name):
     return function
 
 
-__all__ = list(nd_image.__all__)
-
+__all__ = sorted(key[len(_PREFIX):] for key in OPS if key.startswith(_PREFIX))
 for _name in __all__:
-    globals()[_name] = _public(_name)
+    globals()[_name] = _public(OPS[_PREFIX + _name], _name)
