@@ -447,7 +447,8 @@ class SDMLLoss(Loss):
 
     With d[i, j] = ||x1[i] - x2[j]||^2, p = softmax(-d) along j and the smoothed targets
     t = (1 - s) on the diagonal and s / (N - 1) elsewhere (s = smoothing_parameter), the
-    loss of sample i is mean_j t[i, j] * (log t[i, j] - log p[i, j]), times `weight`.
+    loss of sample i is mean_j t[i, j] * (log t[i, j] - log p[i, j]), times `weight`
+    (MXNet 1.9.1 ignores `weight` here; with its default 1 both agree).
 
     Parameters
     ----------
