@@ -114,12 +114,25 @@ class DataLoader:
         self._ready = self._new_pass() if self.auto_reload else None
 
     def __iter__(self):
-        return self._reloading_pass() if self.auto_reload else self._new_pass()
+        if self._ready is None and not self.auto_reload:
+            return self._new_pass()
+        return self._reloading_pass()
+
+    def refresh(self):
+        """Start the next pass now (its workers begin reading); the next iter() uses it."""
+        self.clean()
+        self._ready = self._new_pass()
+
+    def clean(self):
+        """Drop a pass started ahead by `refresh` or `auto_reload`, ending its workers."""
+        ready, self._ready = self._ready, None
+        if ready is not None and hasattr(ready, "close"):
+            ready.close()
 
     def _reloading_pass(self):
         ready, self._ready = self._ready, None
         yield from ready if ready is not None else self._new_pass()
-        if self._ready is None:
+        if self.auto_reload and self._ready is None:
             self._ready = self._new_pass()     # the next epoch starts reading now
 
     def _new_pass(self):

@@ -247,3 +247,17 @@ def test_auto_reload_off_by_default_and_without_workers():
     assert DataLoader(Samples(), 8).auto_reload is False
     loader = DataLoader(Samples(), 8, auto_reload=True)
     assert_same(as_numpy(loader), as_numpy(DataLoader(Samples(), 8)))
+
+
+def test_refresh_starts_a_pass_ahead_and_clean_ends_it():
+    loader = DataLoader(Samples(), 8, num_workers=2)
+    loader.refresh()
+    pids = loader._ready._workers.pids
+    assert not gone(pids)
+    assert_same(as_numpy(loader), as_numpy(DataLoader(Samples(), 8)))
+    assert loader._ready is None                  # without auto_reload, nothing ahead
+    loader.refresh()
+    pids = loader._ready._workers.pids
+    loader.clean()
+    assert loader._ready is None and gone(pids)
+    assert len(as_numpy(loader)) == 5
