@@ -9,6 +9,7 @@ from . import ops_sequence  # noqa: F401  (SequenceMask, SequenceLast, SequenceR
 from . import ops_rnn  # noqa: F401  (the fused RNN operator)
 from . import ops_math  # noqa: F401  (inverse trigonometric, angle and cube-root ops)
 from . import random  # noqa: F401
+from . import ops_loss  # noqa: F401  (make_loss)
 from .creation import (arange, array, empty, eye, full, linspace, ones, waitall,  # noqa: F401
                        zeros)
 from .ndarray import NDArray  # noqa: F401
