@@ -40,6 +40,4 @@ from . import recordio, image  # noqa: F401
 from . import image as img  # noqa: F401
 from . import io  # noqa: F401
 from . import profiler, runtime  # noqa: F401
-from .util import is_np_shape, set_np_shape, np_shape, use_np_shape  # noqa: F401  (as MXNet)
-from .util import is_np_array, np_array, use_np_array, use_np  # noqa: F401
 kvstore.role.maybe_run_role()   # DMLC_ROLE=server/scheduler: serve here, then exit

@@ -16,9 +16,9 @@ from .. import initializer
 from .. import ndarray as nd
 from .. import symbol as sym
 from ..base import MXNetError
+from ..name import Prefix
 from ..ndarray.ndarray import NDArray
 from ..numpy.methods import NumpyMethods
-from ..symbol import naming
 from ..symbol.graph import CachedGraph
 from ..symbol.symbol import Symbol
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, assign_loaded
@@ -373,7 +373,7 @@ class HybridBlock(Block):
         first = _first_array(_flatten([x, *args])[0], type(self).__name__)
         if isinstance(first, Symbol):
             params = {name: _symbol_like(first, p.var()) for name, p in self._reg_params.items()}
-            with naming.Prefix(self.prefix):
+            with Prefix(self.prefix):
                 return self.hybrid_forward(sym, x, *args, **params)
         if self._active:
             return self._call_cached(first, [x, *args])

@@ -17,7 +17,6 @@ import numpy as np
 from ..base import MXNetError
 from ..name import NameManager
 from ..ndarray import operator_methods, registry
-from . import naming
 
 _node_seq = itertools.count()
 _np_class = None   # mx.np's symbol class, registered by mx.np (which sits above symbol)
@@ -31,15 +30,6 @@ def set_np_class(cls):
 
 def _auto_name(op_name):
     return NameManager.current.get(None, op_name.lower().lstrip("_"))
-
-
-def _node_name(name, op_name):
-    """`name`, or a fresh one for an `op_name` node; under the prefix of the block being
-    traced when there is one (naming.Prefix)."""
-    scope = naming.current()
-    if scope is None:
-        return name or _auto_name(op_name)
-    return scope.get(name, op_name.lower().lstrip("_"))
 
 
 def _num_outputs(op_name, attrs):
@@ -312,7 +302,7 @@ def apply_op(op, args, kwargs):
             raise MXNetError(f"{op.name}: too many positional arguments")
         attrs = dict(zip(fn_params, extra), **attrs)
     entries = [_entry_of(x, op.name) for x in inputs]
-    node = _Node(op, entries, attrs, _node_name(name, op.name))
+    node = _Node(op, entries, attrs, NameManager.current.get(name, op.name.lower().lstrip("_")))
     # like NDArrays, results take the class of the first symbol input (mx.np's or legacy)
     cls = next((type(x) for x in inputs if isinstance(x, Symbol)), Symbol)
     return cls([(node, i) for i in range(node.num_outputs)])

@@ -71,13 +71,12 @@ def test_bad_file_is_refused(tmp_path):
 
 
 def test_prefix_scope_names_operator_nodes_and_counts_unnamed_ones_per_scope():
-    from minigluon.symbol.naming import Prefix
     x = mx.sym.var("x")
-    with Prefix("net_"):
+    with mx.name.Prefix("net_"):
         a = mx.sym.relu(x, name="act")
         b = mx.sym.relu(a)
         c = mx.sym.relu(b)
-        with Prefix("net_inner_"):
+        with mx.name.Prefix("net_inner_"):
             d = mx.sym.relu(c)
         e = mx.sym.relu(d)
     assert [s.name for s in (a, b, c, d, e)] == ["net_act", "net_relu0", "net_relu1",
