@@ -3,8 +3,7 @@
 The current NameManager hands out names per hint (the operator's lower-cased name) from
 its own counters. `with mx.name.NameManager():` starts fresh counters for the block and
 puts the previous manager back after it; `with mx.name.Prefix('net_'):` also prefixes
-every operator's name, given or automatic (a block called on Symbols names its operators
-under its prefix this way).
+every automatic name.
 
 >>> with mx.name.Prefix('enc_'):
 ...     y = mx.sym.FullyConnected(x, num_hidden=4)     # named enc_fullyconnected0
@@ -66,6 +65,4 @@ class Prefix(NameManager):
         self._prefix = prefix
 
     def get(self, name, hint):
-        """`prefix` + (the given name, or the next automatic one), as MXNet's Prefix does:
-        inside a block's scope 'fwd' becomes 'dense0_fwd'."""
-        return self._prefix + super().get(name, hint)
+        return name if name else self._prefix + super().get(None, hint)

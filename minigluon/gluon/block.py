@@ -16,7 +16,6 @@ from .. import initializer
 from .. import ndarray as nd
 from .. import symbol as sym
 from ..base import MXNetError
-from ..name import Prefix
 from ..ndarray.ndarray import NDArray
 from ..numpy.methods import NumpyMethods
 from ..symbol.graph import CachedGraph
@@ -373,8 +372,7 @@ class HybridBlock(Block):
         first = _first_array(_flatten([x, *args])[0], type(self).__name__)
         if isinstance(first, Symbol):
             params = {name: _symbol_like(first, p.var()) for name, p in self._reg_params.items()}
-            with Prefix(self.prefix):
-                return self.hybrid_forward(sym, x, *args, **params)
+            return self.hybrid_forward(sym, x, *args, **params)
         if self._active:
             return self._call_cached(first, [x, *args])
         return self._call_imperative(first.context, x, *args)

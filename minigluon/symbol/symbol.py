@@ -302,7 +302,7 @@ def apply_op(op, args, kwargs):
             raise MXNetError(f"{op.name}: too many positional arguments")
         attrs = dict(zip(fn_params, extra), **attrs)
     entries = [_entry_of(x, op.name) for x in inputs]
-    node = _Node(op, entries, attrs, NameManager.current.get(name, op.name.lower().lstrip("_")))
+    node = _Node(op, entries, attrs, name or _auto_name(op.name))
     # like NDArrays, results take the class of the first symbol input (mx.np's or legacy)
     cls = next((type(x) for x in inputs if isinstance(x, Symbol)), Symbol)
     return cls([(node, i) for i in range(node.num_outputs)])

@@ -68,24 +68,3 @@ def test_bad_file_is_refused(tmp_path):
     path.write_text('{"nodes": []}')
     with pytest.raises(mx.MXNetError, match="not a minigluon symbol file"):
         mx.sym.load(str(path))
-
-
-def test_prefix_scope_names_operator_nodes_and_counts_unnamed_ones_per_scope():
-    x = mx.sym.var("x")
-    with mx.name.Prefix("net_"):
-        a = mx.sym.relu(x, name="act")
-        b = mx.sym.relu(a)
-        c = mx.sym.relu(b)
-        with mx.name.Prefix("net_inner_"):
-            d = mx.sym.relu(c)
-        e = mx.sym.relu(d)
-    assert [s.name for s in (a, b, c, d, e)] == ["net_act", "net_relu0", "net_relu1",
-                                                 "net_inner_relu0", "net_relu2"]
-    assert x.name == "x" and mx.sym.relu(x, name="plain").name == "plain"
-
-
-def test_a_block_called_on_symbols_names_its_nodes_under_its_prefix():
-    net = mx.gluon.nn.Dense(4, activation="tanh", in_units=3, prefix="lyr_")
-    out = net(mx.sym.var("data"))
-    assert out.list_outputs() == ["lyr_tanh_fwd_output"]
-    assert sorted(out.list_arguments()) == ["data", "lyr_bias", "lyr_weight"]
