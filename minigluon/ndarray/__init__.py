@@ -4,6 +4,7 @@ import sys as _sys
 from . import ops_elemwise, ops_reduce, ops_shape, ops_nn  # noqa: F401  (register ops)
 from . import ops_convolution, ops_deconvolution, ops_pooling, ops_ctc  # noqa: F401
 from . import ops_numpy  # noqa: F401  (NumPy-semantics ops behind mx.np)
+from . import ops_optimizer  # noqa: F401  (fused optimizer updates: sgd_update, ...)
 from . import random  # noqa: F401
 from .creation import (arange, array, empty, eye, full, linspace, ones, waitall,  # noqa: F401
                        zeros)
