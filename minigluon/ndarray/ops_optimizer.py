@@ -159,8 +159,11 @@ def _fused(step, name, n_state, mp=False):
     def op(xp, weight, grad, *rest, lr=None, lazy_update=True, **attrs):
         _check_lr(name, lr)
         states, master = (rest[:-1], rest[-1]) if mp else (rest, None)
-        if len(states) != n_state:
-            raise MXNetError(f"{name}: expected {n_state} state arrays, got {len(states)}")
+        given = [s for s in states if s is not None]
+        if len(given) != n_state or (mp and master is None):
+            raise MXNetError(f"{name}: expected {n_state} state arrays"
+                             f"{' and a float32 weight32' if mp else ''}, got {len(given)}; "
+                             "pass them after weight and grad")
         if master is None:
             new = weight.copy()
             step(xp, new, grad, *states, float(lr), **attrs)
