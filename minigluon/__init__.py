@@ -12,15 +12,20 @@ _allocator.tune()
 from .base import MXNetError  # noqa: F401
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
 from . import context  # noqa: F401
+from . import name  # noqa: F401
 from . import autograd  # noqa: F401
 from . import ndarray  # noqa: F401
 from . import ndarray as nd  # noqa: F401
 from . import random  # noqa: F401
+from . import random as rnd  # noqa: F401
 from . import symbol  # noqa: F401
 from . import symbol as sym  # noqa: F401
 from . import numpy, numpy_extension  # noqa: F401  (mx.numpy, mx.numpy_extension)
 from . import numpy as np  # noqa: F401
 from . import numpy_extension as npx  # noqa: F401
+from . import util  # noqa: F401
+from .util import (is_np_array, is_np_shape, np_array, np_shape, set_np_shape,  # noqa: F401
+                   use_np, use_np_array, use_np_shape)
 from .numpy import symbol as _np_symbol
 # F.np / F.npx inside hybrid_forward: F is mx.nd when running, mx.sym while tracing
 nd.np, nd.npx = np, npx
@@ -32,6 +37,7 @@ from . import lr_scheduler, optimizer  # noqa: F401
 from . import kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
 from . import recordio, image  # noqa: F401
+from . import image as img  # noqa: F401
 from . import io  # noqa: F401
 from . import profiler, runtime  # noqa: F401
 from . import module  # noqa: F401  (mx.module)

@@ -11,6 +11,7 @@ array module), `shape`/`dtype`, and the tape slots `_node`, `_out_index`, `_grad
 `_grad_req` that this module reads and writes. New arrays are built with the type of an
 array at hand, so mx.nd, mx.np and any other front end record alike.
 """
+import functools
 import itertools
 import threading
 
@@ -96,14 +97,18 @@ _node_seq = itertools.count()
 class Node:
     """One recorded operator: how to map output gradients to input gradients."""
 
-    __slots__ = ("op_name", "backward", "inputs", "out_meta", "seq")
+    __slots__ = ("op_name", "backward", "inputs", "out_meta", "seq", "traced", "call")
 
-    def __init__(self, op_name, backward, inputs, out_meta):
+    def __init__(self, op_name, backward, inputs, out_meta, traced=None):
         self.seq = next(_node_seq)    # recording order: backward runs it in reverse
         self.op_name = op_name
         self.backward = backward      # f(*out_grads) -> tuple of input grads (None = no grad)
         self.inputs = inputs          # NDArray or None per input position
         self.out_meta = out_meta      # (shape, dtype, context) per output, to build zeros
+        # f(node, *out_grads as arrays) -> input grads as recorded arrays, for
+        # create_graph=True; None where the op's backward is not itself differentiable
+        self.traced = traced
+        self.call = None    # (op, inputs, extra args, attrs, results) as the registry ran it
 
     def __repr__(self):
         return f"<Node {self.op_name}>"
@@ -172,9 +177,86 @@ def _accumulate(store, key, grad):
     store[key] = grad if prev is None else prev + grad
 
 
-def _run_backward(heads, head_grads, retain_graph):
-    """Propagate from the heads; returns {id(var): (var, raw_grad)} for reached variables."""
+def _head_grad(head, hgrad, graph):
+    """The starting gradient of one head: ones, or the caller's head gradient."""
+    xp = head.context.xp
+    if hgrad is None:
+        raw = xp.ones(head.shape, dtype=head.dtype)
+    elif _is_array(hgrad) and graph is not None:
+        raw = hgrad    # keep it on the tape: the head gradient may itself be recorded
+    else:
+        raw = hgrad._data if _is_array(hgrad) else xp.asarray(hgrad)
+    if raw.shape != head.shape:
+        raise AutogradError(
+            f"head_grads shape {raw.shape} does not match head shape {head.shape}")
+    return raw if graph is None else graph.wrap(raw, head)
+
+
+class _GraphPass:
+    """A backward pass with create_graph: gradients are arrays recorded on the tape (each
+    op's backward runs as recorded operators), so that a later pass differentiates them."""
+
+    @staticmethod
+    def wrap(raw, like):
+        """`raw` as an array of `like`'s type (arrays pass unchanged)."""
+        return raw if _is_array(raw) else type(like)(raw, like.context)
+
+    def run(self, node, *outs):
+        if node.traced is not None:
+            return _keep_on_tape(node, outs, node.traced(node, *outs))
+        return self._untraced(node, outs)
+
+    def _untraced(self, node, outs):
+        """Run a backward that cannot be recorded; its results refuse a further gradient."""
+        with pause():
+            raw = node.backward(*[o._data for o in outs])
+        grads = [None if g is None or inp is None else type(inp)(g, inp.context)
+                 for inp, g in zip(node.inputs, raw)]
+        sources = [x for x in list(outs) + list(node.inputs) if x is not None and needs_grad(x)]
+        if sources:
+            refuse = Node(f"_backward_{node.op_name}", _no_higher_order(node.op_name), sources,
+                          [(g.shape, g._data.dtype, g.context) for g in grads if g is not None])
+            for i, g in enumerate(x for x in grads if x is not None):
+                g._node, g._out_index = refuse, i
+        return grads
+
+
+def _keep_on_tape(node, outs, grads):
+    """Put gradients that came out constant (relu's dy * (x > 0), radians' dy * c) on the tape
+    as functions of the node's inputs, with zero derivative: differentiating them again
+    gives zeros, as it does in MXNet, instead of a 'not recorded' error."""
+    sources = [x for x in list(outs) + list(node.inputs) if x is not None and needs_grad(x)]
+    loose = [i for i, g in enumerate(grads) if g is not None and not needs_grad(g)]
+    if not (sources and loose):
+        return grads
+    grads = list(grads)
+    zero = Node(f"_backward_{node.op_name}", lambda *g: (None,) * len(sources), sources,
+                [(grads[i].shape, grads[i]._data.dtype, grads[i].context) for i in loose],
+                lambda n, *g: (None,) * len(sources))
+    for k, i in enumerate(loose):
+        # a fresh handle: the constant may be the caller's own array (a head gradient)
+        grads[i] = type(grads[i])(grads[i]._data, grads[i].context)
+        grads[i]._node, grads[i]._out_index = zero, k
+    return grads
+
+
+def _no_higher_order(op_name):
+    def backward(*out_grads):
+        raise AutogradError(
+            f"operator {op_name} has no higher-order gradient in minigluon: its backward "
+            "cannot be differentiated again; leave it out of the graph you pass to "
+            "autograd.grad(create_graph=True), or compute that derivative by finite "
+            "differences")
+    return backward
+
+
+def _run_backward(heads, head_grads, retain_graph, create_graph=False):
+    """Propagate from the heads; returns {key: (var, grad)} for reached variables.
+
+    Gradients are raw buffers, or recorded arrays when `create_graph` is set.
+    """
     node_grads, var_grads = {}, {}
+    graph = _GraphPass() if create_graph else None
 
     def send(array, grad):
         if array._node is not None:
@@ -189,14 +271,7 @@ def _run_backward(heads, head_grads, retain_graph):
                 "cannot differentiate: the head array was not computed inside "
                 "autograd.record() from an array with attach_grad(); record the forward "
                 "pass with `with autograd.record():`")
-        if hgrad is None:
-            raw = head.context.xp.ones(head.shape, dtype=head.dtype)
-        else:
-            raw = hgrad._data if _is_array(hgrad) else head.context.xp.asarray(hgrad)
-            if raw.shape != head.shape:
-                raise AutogradError(
-                    f"head_grads shape {raw.shape} does not match head shape {head.shape}")
-        send(head, raw)
+        send(head, _head_grad(head, hgrad, graph))
 
     order = _topological_order(heads)
     for node in order:
@@ -208,19 +283,25 @@ def _run_backward(heads, head_grads, retain_graph):
         outs = [node_grads.pop((id(node), i), None) for i in range(len(node.out_meta))]
         if all(g is None for g in outs):
             continue
-        outs = [g if g is not None else ctx.xp.zeros(shape, dtype=dtype)
-                for g, (shape, dtype, ctx) in zip(outs, node.out_meta)]
+        outs = [g if g is not None else _zeros(meta, graph, heads[0])
+                for g, meta in zip(outs, node.out_meta)]
+        run = node.backward if graph is None else functools.partial(graph.run, node)
         if profiler._running and node.op_name != "CachedGraph":   # a graph times its steps
-            in_grads = profiler.timed(f"{node.op_name}_backward", "backward", node.backward,
-                                      *outs)
+            in_grads = profiler.timed(f"{node.op_name}_backward", "backward", run, *outs)
         else:
-            in_grads = node.backward(*outs)
+            in_grads = run(*outs)
         for inp, grad in zip(node.inputs, in_grads):
             if inp is not None and grad is not None and needs_grad(inp):
-                send(inp, fit_grad(grad, inp))
+                send(inp, fit_grad(grad if graph is None else graph.wrap(grad, inp), inp))
         if not retain_graph:
-            node.backward = None
+            node.backward = node.traced = None
     return var_grads
+
+
+def _zeros(meta, graph, like):
+    shape, dtype, ctx = meta
+    raw = ctx.xp.zeros(shape, dtype=dtype)
+    return raw if graph is None else graph.wrap(raw, like)
 
 
 def fit_grad(grad, array):
@@ -230,9 +311,10 @@ def fit_grad(grad, array):
     Ops return broadcast gradients; the tape and a hybridized graph's replay both fit them
     here, so their sums agree bit for bit.
     """
+    # written with methods raw buffers and recorded arrays share, for create_graph passes
     shape = array.shape
     if grad.shape != shape:
-        extra = grad.ndim - len(shape)
+        extra = len(grad.shape) - len(shape)
         if extra > 0:
             grad = grad.sum(axis=tuple(range(extra)))
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
@@ -267,31 +349,65 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
          train_mode=True):
-    """Return the gradients of `heads` with respect to `variables` (no `.grad` is touched)."""
-    if create_graph:
-        raise AutogradError("autograd.grad(create_graph=True): higher-order gradients are "
-                            "not supported by minigluon; compute them by finite differences")
-    single = _is_array(variables)
+    """Return the gradients of `heads` with respect to `variables` (no `.grad` is touched),
+    as a list, one per variable, even for a single variable (as MXNet 1.x returns them).
+
+    `create_graph=True` records the backward pass itself, so the returned gradients can be
+    differentiated again (higher-order gradients); `retain_graph` then defaults to True::
+
+        with autograd.record():
+            y = nd.sin(x)
+            dy_dx = autograd.grad(y, x, create_graph=True)[0]  # cos(x), on the tape
+        dy_dx.backward()                                        # x.grad = -sin(x)
+    """
     variables, heads = _as_list(variables), _as_list(heads)
+    if not variables:
+        raise AutogradError("autograd.grad: variables is an empty list; pass the arrays to "
+                            "differentiate with respect to")
     head_grads = [None] * len(heads) if head_grads is None else _as_list(head_grads)
+    if len(head_grads) != len(heads):
+        raise AutogradError(f"got {len(heads)} heads but {len(head_grads)} head_grads")
     for v in variables:
         if v._node is None and v._grad_req in (None, "null"):
             raise AutogradError("autograd.grad: every variable needs attach_grad() before "
                                 "the forward pass that uses it")
-    retain = False if retain_graph is None else retain_graph
-    with _Scope(False, train_mode):
-        var_grads = _run_backward(heads, head_grads, retain)
+    retain = create_graph if retain_graph is None else retain_graph
+    with _Scope(bool(create_graph), train_mode):
+        var_grads = _run_backward(heads, head_grads, retain, create_graph)
     out = []
     for v in variables:
         entry = var_grads.get(_var_key(v))
         raw = entry[1] if entry else v.context.xp.zeros(v.shape, dtype=v.dtype)
-        out.append(type(v)(raw, v.context))
-    return out[0] if single else out
+        out.append(raw if _is_array(raw) else type(v)(raw, v.context))
+    return out
+
+
+_symbol_builder = None   # set by minigluon.symbol at import: array -> Symbol
+
+
+def set_symbol_builder(builder):
+    """Let `get_symbol` build Symbols with `builder(array)` (minigluon.symbol calls this)."""
+    global _symbol_builder
+    _symbol_builder = builder
 
 
 def get_symbol(x):
-    """Not available: minigluon records closures, not a symbolic graph."""
-    raise AutogradError("autograd.get_symbol is not supported; use HybridBlock.export")
+    """The recorded computation that produced `x`, as a Symbol.
+
+    Arrays marked with `attach_grad()` become variables `var0`, `var1`, ...; other arrays
+    the graph read become variables `null0`, ... (as in MXNet)::
+
+        with autograd.record():
+            y = x * x + 2 * x - 1
+        autograd.get_symbol(y).list_arguments()     # ['var0']
+    """
+    if _symbol_builder is None:
+        raise AutogradError("autograd.get_symbol needs minigluon.symbol; import minigluon "
+                            "(or minigluon.symbol) first")
+    if not _is_array(x) or x._node is None:
+        raise AutogradError("autograd.get_symbol: the array was not computed inside "
+                            "autograd.record() from an array with attach_grad()")
+    return _symbol_builder(x)
 
 
 class Function:

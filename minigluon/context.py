@@ -7,6 +7,7 @@ backed by NumPy instead (see config.simulated_gpus).
 """
 import contextlib
 import threading
+import warnings
 
 import numpy
 
@@ -45,7 +46,26 @@ def num_gpus():
         return 0
 
 
-class Context:
+class _ContextType(type):
+    """Gives the Context class MXNet 1.x's deprecated class attribute `default_ctx`."""
+
+    @property
+    def default_ctx(cls):
+        """The current device (deprecated in MXNet too: use `mx.current_context()`)."""
+        warnings.warn("Context.default_ctx is deprecated; use mx.current_context()",
+                      DeprecationWarning, stacklevel=2)
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx):
+        warnings.warn("Context.default_ctx is deprecated; use `with ctx:` scopes",
+                      DeprecationWarning, stacklevel=2)
+        if not isinstance(ctx, Context):
+            raise ContextError(f"Context.default_ctx must be a Context, got {ctx!r}")
+        _stack()[-1] = ctx
+
+
+class Context(metaclass=_ContextType):
     """A device: `Context('cpu', 0)`, `Context('gpu', 1)`; also a `with` scope default."""
 
     devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}

@@ -192,17 +192,16 @@ class Constant(Initializer):
     """Fills weights with `value` (a scalar, or an array broadcastable to the weight)."""
 
     def __init__(self, value):
-        super().__init__(value=value)
+        # the kwargs hold an array as nested lists, so dumps() is plain JSON as in MXNet
+        super().__init__(value=value if np.isscalar(value) else _as_list(value))
         self.value = value
 
     def _init_weight(self, _, arr):
         arr[:] = self.value
 
-    def dumps(self):
-        value = self.value
-        if not np.isscalar(value):
-            value = np.asarray(value).tolist()
-        return json.dumps([self.__class__.__name__.lower(), {"value": value}])
+
+def _as_list(value):
+    return (value.asnumpy() if hasattr(value, "asnumpy") else np.asarray(value)).tolist()
 
 
 @register

@@ -5,8 +5,9 @@ A metric keeps `sum_metric` / `num_inst` since the last `reset_local()` and
 `get_global()` report the ratio. `update(labels, preds)` takes NDArrays or NumPy arrays,
 alone or in lists (one prediction per label); the arithmetic runs in NumPy on the host.
 
-Out of scope: MXNet's Torch/Caffe wrappers and the MCC metric.
+Out of scope: MXNet's Torch/Caffe wrappers.
 """
+import json
 import math
 from collections import OrderedDict
 
@@ -37,10 +38,33 @@ def create(metric, *args, **kwargs):
         return CompositeEvalMetric([create(m, *args, **kwargs) for m in metric])
     if callable(metric):
         return CustomMetric(metric, *args, **kwargs)
+    if isinstance(metric, dict):
+        return _from_config(metric, *args, **kwargs)
     if not isinstance(metric, str):
-        raise TypeError(f"a metric must be a name, an EvalMetric, a list or a function, "
-                        f"got {type(metric).__name__}")
+        raise TypeError(f"a metric must be a name, a config dict or its JSON, an EvalMetric, "
+                        f"a list or a function, got {type(metric).__name__}")
+    if metric.lstrip().startswith(("{", "[")):
+        return create(_parse_json(metric), *args, **kwargs)
     return _NAMES.lookup(metric)(*args, **kwargs)
+
+
+def _parse_json(text):
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise ValueError(f"metric config {text!r} is not valid JSON ({err}); pass a metric "
+                         f"name or the JSON of a metric's get_config()") from None
+
+
+def _from_config(config, *args, **kwargs):
+    """A metric from a `get_config()` dict: its 'metric' key names the class."""
+    config = dict(config)
+    if "metric" not in config:
+        raise ValueError(f"metric config {config!r} has no 'metric' key naming the metric "
+                         f"class; pass what get_config() returns")
+    name = config.pop("metric")
+    config.update(kwargs)
+    return _NAMES.lookup(name)(*args, **config)
 
 
 def _as_list(x):
@@ -298,18 +322,28 @@ class _BinaryCounts:
         recall = self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
         return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
+    @property
+    def matthewscc(self):
+        """Matthews correlation coefficient; 0 when a margin of the table is empty."""
+        denominator = ((self.tp + self.fp) * (self.tp + self.fn) * (self.tn + self.fp)
+                       * (self.tn + self.fn))
+        if not denominator:
+            return 0.0
+        return (self.tp * self.tn - self.fp * self.fn) / math.sqrt(denominator)
 
-@register
-class F1(EvalMetric):
-    """Binary F1 score of the positive class (label 1); predictions are (batch, 2) scores.
 
-    average='macro' averages the F1 of each `update` call; 'micro' computes one F1 from
-    the confusion counts of all updates.
+class _BinaryMetric(EvalMetric):
+    """A score of the binary confusion counts; predictions are (batch, 2) class scores.
+
+    average='macro' averages the score of each `update` call; 'micro' computes one score
+    from the counts of all updates (num_inst then counts samples).
     """
+    _score = None  # the _BinaryCounts property a subclass reports
 
-    def __init__(self, name="f1", output_names=None, label_names=None, average="macro"):
+    def __init__(self, name, output_names=None, label_names=None, average="macro"):
         if average not in ("macro", "micro"):
-            raise ValueError(f"F1 average must be 'macro' or 'micro', got {average!r}")
+            raise ValueError(f"{type(self).__name__} average must be 'macro' or 'micro', "
+                             f"got {average!r}")
         self.average = average
         self._local, self._global = _BinaryCounts(), _BinaryCounts()
         super().__init__(name, average=average, output_names=output_names, has_global_stats=True,
@@ -330,11 +364,11 @@ class F1(EvalMetric):
             for counts in (batch, self._local, self._global):
                 counts.add(label, numpy.argmax(pred, axis=1))
         if self.average == "macro":
-            self._add(batch.fscore, 1)
+            self._add(getattr(batch, self._score), 1)
         else:
-            self.sum_metric = self._local.fscore * self._local.total
+            self.sum_metric = getattr(self._local, self._score) * self._local.total
             self.num_inst = self._local.total
-            self.global_sum_metric = self._global.fscore * self._global.total
+            self.global_sum_metric = getattr(self._global, self._score) * self._global.total
             self.global_num_inst = self._global.total
 
     def reset(self):
@@ -344,6 +378,95 @@ class F1(EvalMetric):
     def reset_local(self):
         self._local = _BinaryCounts()
         super().reset_local()
+
+
+@register
+class MCC(_BinaryMetric):
+    """Matthews correlation coefficient of a binary classifier, (tp*tn - fp*fn) /
+    sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)), 0 when a margin is empty; predictions are (batch, 2)
+    class scores. `average` as in F1.
+
+    >>> m = mx.metric.MCC(average='micro')
+    >>> m.update([mx.nd.array([1, 0])], [mx.nd.array([[0.1, 0.9], [0.8, 0.2]])])
+    >>> m.get()
+    ('mcc', 1.0)
+    """
+    _score = "matthewscc"
+
+    def __init__(self, name="mcc", output_names=None, label_names=None, average="macro"):
+        super().__init__(name, output_names, label_names, average)
+
+
+@register
+class F1(_BinaryMetric):
+    """Binary F1 score of the positive class (label 1); predictions are (batch, 2) scores.
+
+    average='macro' averages the F1 of each `update` call; 'micro' computes one F1 from
+    the confusion counts of all updates.
+    """
+    _score = "fscore"
+
+    def __init__(self, name="f1", output_names=None, label_names=None, average="macro"):
+        super().__init__(name, output_names, label_names, average)
+
+
+@register
+class PCC(EvalMetric):
+    """Multiclass Matthews correlation (Gorodkin's R_K) of the confusion matrix of all
+    updates: (c*s - sum p_k t_k) / sqrt((s^2 - sum p_k^2) (s^2 - sum t_k^2)) with c correct,
+    s samples, p_k predicted and t_k true counts of class k. Predictions are class scores
+    (argmax over axis 1) or class indices; equals MCC for two classes.
+
+    >>> m = mx.metric.PCC()
+    >>> m.update([mx.nd.array([0, 1, 2])], [mx.nd.array([0, 1, 1])])
+    """
+
+    def __init__(self, name="pcc", output_names=None, label_names=None):
+        self._local = self._global = None
+        super().__init__(name, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+
+    def update(self, labels, preds):
+        for label, pred in self._pairs(labels, preds):
+            label = label.astype("int64").ravel()
+            pred = numpy.argmax(pred, axis=1) if pred.ndim == 2 else pred.ravel()
+            self._check_count(label, pred)
+            pred = pred.astype("int64")
+            if label.size and min(label.min(), pred.min()) < 0:
+                raise ValueError(f"{self.name}: classes must be non-negative indices, got "
+                                 f"labels {numpy.unique(label).tolist()} and predictions "
+                                 f"{numpy.unique(pred).tolist()}")
+            self._local = _count_into(self._local, label, pred)
+            self._global = _count_into(self._global, label, pred)
+        self.num_inst, self.global_num_inst = int(self._local.sum()), int(self._global.sum())
+        self.sum_metric = _gorodkin(self._local) * self.num_inst
+        self.global_sum_metric = _gorodkin(self._global) * self.global_num_inst
+
+    def reset(self):
+        self._global = numpy.zeros((0, 0), dtype="int64")
+        super().reset()
+
+    def reset_local(self):
+        self._local = numpy.zeros((0, 0), dtype="int64")
+        super().reset_local()
+
+
+def _count_into(matrix, label, pred):
+    """`matrix` (true class x predicted class), grown to fit, plus this batch's counts."""
+    size = max(matrix.shape[0], int(label.max(initial=-1)) + 1, int(pred.max(initial=-1)) + 1)
+    grown = numpy.zeros((size, size), dtype="int64")
+    grown[:matrix.shape[0], :matrix.shape[1]] = matrix
+    numpy.add.at(grown, (label, pred), 1)
+    return grown
+
+
+def _gorodkin(matrix):
+    samples, correct = matrix.sum(), numpy.trace(matrix)
+    true, predicted = matrix.sum(axis=1), matrix.sum(axis=0)
+    denominator = (samples ** 2 - (predicted ** 2).sum()) * (samples ** 2 - (true ** 2).sum())
+    if not denominator:
+        return 0.0
+    return float((correct * samples - (predicted * true).sum()) / math.sqrt(denominator))
 
 
 @register
@@ -574,5 +697,5 @@ def np(numpy_feval, name=None, allow_extra_outputs=False):
 
 
 __all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "F1", "Perplexity",
-           "MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood", "PearsonCorrelation",
+           "MCC", "PCC", "MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood", "PearsonCorrelation",
            "Loss", "CustomMetric", "create", "np", "register", "alias", "check_label_shapes"]

@@ -243,6 +243,75 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="defa
         compare_ndarray_tuple(w1[i], w2[i], rtol, atol)
 
 
+def _by_name(values, names, what):
+    """`values` (a list in `names` order, or a dict by name) as a dict by name."""
+    if isinstance(values, dict):
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ValueError(f"{what} names {unknown}, which the symbol does not have; it has "
+                             f"{list(names)}")
+        return dict(values)
+    if len(values) != len(names):
+        raise ValueError(f"{what} has {len(values)} arrays for the symbol's {len(names)} "
+                         f"{list(names)}; give one per name, in order, or a dict")
+    return dict(zip(names, values))
+
+
+def _bound_args(sym, location, ctx, dtype):
+    values = _by_name(location, sym.list_arguments(), "location")
+    return {name: array(_as_numpy(v), ctx=ctx, dtype=dtype) for name, v in values.items()}
+
+
+def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None,
+                           ctx=None, equal_nan=False, dtype=np.float32):
+    """Bind `sym` at `location` (arrays by argument, list or dict), run it forward and
+    assert each output almost equals `expected` (list, or dict by output name); returns
+    the outputs as NumPy arrays."""
+    ctx = ctx or default_context()
+    exe = sym.bind(ctx, args=_bound_args(sym, location, ctx, dtype), aux_states=aux_states)
+    outputs = [out.asnumpy() for out in exe.forward(is_train=False)]
+    expected = _by_name(expected, sym.list_outputs(), "expected")
+    for name, out in zip(sym.list_outputs(), outputs):
+        assert_almost_equal(out, expected[name], rtol, atol, names=(f"output {name}",
+                            f"expected {name}"), equal_nan=equal_nan)
+    return outputs
+
+
+def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=None,
+                            aux_states=None, grad_req="write", ctx=None, grad_stypes=None,
+                            equal_nan=False, dtype=np.float32):
+    """Bind `sym` at `location`, run forward and backward with `out_grads` (one per output)
+    and assert each argument's gradient almost equals `expected` (list or dict by argument).
+    `grad_req` (one for all, a list, or a dict) may be 'write', 'add' (the gradient is added
+    to a random initial one, which the check accounts for) or 'null' (left untouched).
+    Returns the gradients as NumPy arrays by argument name."""
+    if grad_stypes:
+        raise MXNetError(f"check_symbolic_backward: minigluon arrays are dense only, got "
+                         f"grad_stypes={grad_stypes!r}; help: leave grad_stypes out")
+    ctx = ctx or default_context()
+    names = sym.list_arguments()
+    reqs = _by_name([grad_req] * len(names) if isinstance(grad_req, str) else grad_req,
+                    names, "grad_req")
+    initial = {name: _generator(np).normal(0.0, 1.0, _as_numpy(v).shape, np.float64)
+               for name, v in _by_name(location, names, "location").items()}
+    grads = {name: array(initial[name], ctx=ctx, dtype=dtype) for name in names}
+    exe = sym.bind(ctx, args=_bound_args(sym, location, ctx, dtype), args_grad=grads,
+                   grad_req=[reqs.get(name, "write") for name in names], aux_states=aux_states)
+    outputs = exe.forward(is_train=True)
+    heads = None if out_grads is None else [
+        array(_as_numpy(g), ctx=ctx, dtype=dtype) for g in
+        _by_name(out_grads, sym.list_outputs(), "out_grads").values()]
+    exe.backward(heads if heads is None or len(outputs) > 1 else heads[0])
+    expected = _by_name(expected, names, "expected")
+    for name, want in expected.items():
+        start = initial[name].astype(dtype)
+        want = {"write": _as_numpy(want), "add": start + _as_numpy(want),
+                "null": start}[reqs.get(name, "write")]
+        assert_almost_equal(grads[name], want, rtol, atol, names=(f"gradient of {name}",
+                            f"expected gradient of {name}"), equal_nan=equal_nan)
+    return {name: g.asnumpy() for name, g in grads.items()}
+
+
 @contextlib.contextmanager
 def discard_stderr():
     """Send what this process writes to file descriptor 2 (stderr, C code's output

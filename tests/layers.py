@@ -19,7 +19,8 @@ import os
 # Lowest floor first. A new top-level module or subpackage must be placed here, or
 # `unplaced_units` names it.
 FLOORS = (
-    ("foundation", ("base", "config", "context", "_allocator", "profiler", "runtime")),
+    ("foundation", ("base", "config", "context", "_allocator", "profiler", "runtime",
+                    "name")),
     ("autograd", ("autograd",)),
     ("ndarray", ("ndarray", "random")),
     ("front ends", ("symbol", "numpy", "numpy_extension", "util")),

@@ -73,3 +73,16 @@ def test_bad_simulated_gpu_value(monkeypatch):
     monkeypatch.setenv("MINIGLUON_SIMULATED_GPUS", "two")
     with pytest.raises(mx.MXNetError, match="MINIGLUON_SIMULATED_GPUS must be an integer, got 'two'"):
         mx.num_gpus()
+
+
+def test_default_ctx_class_attribute_reads_and_sets_the_current_device():
+    with pytest.warns(DeprecationWarning):
+        assert mx.Context.default_ctx == mx.cpu(0)
+    with mx.cpu(3):
+        with pytest.warns(DeprecationWarning):
+            mx.Context.default_ctx = mx.cpu(4)
+        assert mx.current_context() == mx.cpu(4)
+    assert mx.current_context() == mx.cpu(0)
+    with pytest.raises(ContextError, match="must be a Context, got 'gpu'"):
+        with pytest.warns(DeprecationWarning):
+            mx.Context.default_ctx = "gpu"

@@ -198,3 +198,13 @@ def test_initializes_in_place_keeping_dtype_and_identity():
     mx.init.Uniform(1.0)("w_weight", arr)
     assert arr._data is buffer and arr.dtype == np.float16
     assert np.abs(arr.asnumpy()).max() > 0
+
+
+def test_constant_of_an_ndarray_dumps_plain_json_and_round_trips():
+    value = mx.nd.array([[1.0, 2.0], [3.0, 4.0]])
+    init = mx.init.Constant(value)
+    assert init._kwargs == {"value": [[1.0, 2.0], [3.0, 4.0]]}
+    assert init.dumps() == json.dumps(["constant", init._kwargs])
+    again = mx.init.create(init.dumps())
+    np.testing.assert_array_equal(_filled(again, (2, 2)), value.asnumpy())
+    assert mx.init.Constant(1).dumps() == '["constant", {"value": 1}]'

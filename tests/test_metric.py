@@ -1,5 +1,6 @@
 """Metrics against hand-computed values, over one and several batches, plus composites,
 custom metrics, creation by name and the shape-mismatch errors."""
+import json
 import math
 
 import numpy as np
@@ -214,3 +215,90 @@ def test_str_and_get_config():
     assert str(acc) == "EvalMetric: {'accuracy': 0.5}"
     config = acc.get_config()
     assert config["metric"] == "Accuracy" and config["axis"] == 1
+
+
+def _mcc_oracle(tp, fp, fn, tn):
+    return (tp * tn - fp * fn) / math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+
+
+def test_mcc_micro_and_macro_against_the_formula():
+    micro, macro = mx.metric.create("mcc", average="micro"), mx.metric.MCC()
+    assert math.isnan(micro.get()[1]) and math.isnan(macro.get()[1])
+    batches = [([1, 0, 1, 0], [[0.1, 0.9], [0.5, 0.5], [0.9, 0.1], [1, 0]]),
+               ([0, 1], [[0.6, 0.4], [0.2, 0.8]])]
+    for label, pred in batches:
+        micro.update([nd.array(label)], [nd.array(pred)])
+        macro.update([nd.array(label)], [nd.array(pred)])
+    first, second = _mcc_oracle(1, 0, 1, 2), _mcc_oracle(1, 0, 0, 1)
+    assert micro.get()[1] == pytest.approx(_mcc_oracle(2, 0, 1, 3))
+    assert macro.get()[1] == pytest.approx((first + second) / 2)
+    assert (micro.num_inst, macro.num_inst) == (6, 2)
+
+
+def test_mcc_is_zero_when_a_margin_is_empty():
+    metric = mx.metric.MCC()
+    metric.update([nd.array([0, 0])], [nd.array([[0.9, 0.1], [0.8, 0.2]])])
+    assert metric.get() == ("mcc", 0.0)
+
+
+def test_mcc_rejects_a_bad_average_and_multiclass_labels():
+    with pytest.raises(ValueError, match="'weighted'"):
+        mx.metric.MCC(average="weighted")
+    with pytest.raises(ValueError, match="binary"):
+        mx.metric.MCC().update([nd.array([0, 1, 2])], [nd.array(np.eye(3)[:, :2])])
+
+
+def _confusion_batch(matrix):
+    labels, preds = [], []
+    for true, row in enumerate(matrix):
+        for predicted, count in enumerate(row):
+            labels += [true] * count
+            preds += [predicted] * count
+    return nd.array(labels), nd.array(np.eye(len(matrix))[preds])
+
+
+def test_pcc_matches_mcc_for_two_classes_and_accepts_class_indices():
+    label, pred = _confusion_batch([[7, 3], [2, 5]])
+    pcc, mcc = mx.metric.create("pcc"), mx.metric.create("mcc")
+    pcc.update([label], [pred])
+    mcc.update([label], [pred])
+    assert pcc.get()[1] == pytest.approx(mcc.get()[1])
+    by_index = mx.metric.PCC()
+    by_index.update([label], [pred.argmax(axis=1)])
+    assert by_index.get()[1] == pytest.approx(pcc.get()[1])
+
+
+def test_pcc_multiclass_against_sklearn_formula_and_order_invariance():
+    matrix = np.array([[23, 13, 3], [7, 19, 11], [2, 5, 17]])
+    s, c = matrix.sum(), np.trace(matrix)
+    t, p = matrix.sum(axis=1), matrix.sum(axis=0)
+    expected = (c * s - t @ p) / math.sqrt((s * s - p @ p) * (s * s - t @ t))
+    label, pred = _confusion_batch(matrix.tolist())
+    metric = mx.metric.PCC()
+    metric.update([label], [pred])
+    assert metric.get()[1] == pytest.approx(expected)
+    one_by_one = mx.metric.PCC()
+    for i in reversed(range(label.shape[0])):
+        one_by_one.update([label[i:i + 1]], [pred[i:i + 1]])
+    assert one_by_one.get()[1] == metric.get()[1]
+
+
+def test_pcc_rejects_negative_classes():
+    with pytest.raises(ValueError, match="non-negative"):
+        mx.metric.PCC().update([nd.array([-1, 0])], [nd.array([0, 0])])
+
+
+@pytest.mark.parametrize("name", ["acc", "f1", "mcc", "pcc", "pearsonr", "nll_loss", "loss",
+                                  ["acc", "f1"]])
+def test_create_from_config_and_its_json(name):
+    metric = mx.metric.create(name)
+    config = metric.get_config()
+    assert mx.metric.create(json.dumps(config)).get_config() == config
+    assert mx.metric.create(config).get_config() == config
+
+
+def test_create_from_bad_configs_says_what_to_pass():
+    with pytest.raises(ValueError, match="not valid JSON"):
+        mx.metric.create("{metric: acc")
+    with pytest.raises(ValueError, match="no 'metric' key"):
+        mx.metric.create({"name": "acc"})

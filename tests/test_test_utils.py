@@ -217,3 +217,35 @@ def test_star_import_gives_mxnet_test_files_their_names():
     for helper in ("assert_almost_equal", "default_context", "rand_ndarray", "same",
                    "np_reduce", "random_arrays", "use_np", "environment"):
         assert callable(names[helper]), helper
+
+
+def _product_plus():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    return a * b + a
+
+
+def test_check_symbolic_forward_compares_outputs_by_position_and_name():
+    x1, x2 = np.random.rand(2, 3), np.random.rand(2, 3)
+    out = tu.check_symbolic_forward(_product_plus(), [x1, x2], [x1 * x2 + x1])
+    np.testing.assert_allclose(out[0], x1 * x2 + x1, rtol=1e-6)
+    with pytest.raises(AssertionError, match="not almost equal"):
+        tu.check_symbolic_forward(_product_plus(), {"a": x1, "b": x2}, [x1 * x2])
+    with pytest.raises(ValueError, match=r"location has 1 arrays for the symbol's 2"):
+        tu.check_symbolic_forward(_product_plus(), [x1], [x1])
+
+
+@pytest.mark.parametrize("req", ["write", "add", {"a": "write", "b": "null"}])
+def test_check_symbolic_backward_follows_grad_req(req):
+    x1, x2, head = np.random.rand(2, 3), np.random.rand(2, 3), np.random.rand(2, 3)
+    grads = tu.check_symbolic_backward(_product_plus(), [x1, x2], [head],
+                                       {"a": head * (x2 + 1), "b": head * x1}, grad_req=req)
+    assert set(grads) == {"a", "b"}
+    with pytest.raises(AssertionError, match="gradient of a"):
+        tu.check_symbolic_backward(_product_plus(), [x1, x2], [head], [head * x2, head * x1],
+                                   grad_req=req)
+
+
+def test_check_symbolic_backward_refuses_sparse_gradients():
+    with pytest.raises(MXNetError, match="dense only"):
+        tu.check_symbolic_backward(_product_plus(), [np.ones(2), np.ones(2)], [np.ones(2)],
+                                   [np.ones(2), np.ones(2)], grad_stypes={"a": "row_sparse"})

@@ -441,6 +441,57 @@ class PoissonNLLLoss(Loss):
         return F.mean(loss)
 
 
+class SDMLLoss(Loss):
+    """Smoothed Deep Metric Learning loss (Bonadiman et al. 2019) of two aligned batches:
+    x2[i] is the positive sample of x1[i] and every other row of x2 a negative one.
+
+    With d[i, j] = ||x1[i] - x2[j]||^2, p = softmax(-d) along j and the smoothed targets
+    t = (1 - s) on the diagonal and s / (N - 1) elsewhere (s = smoothing_parameter), the
+    loss of sample i is mean_j t[i, j] * (log t[i, j] - log p[i, j]), times `weight`
+    (MXNet 1.9.1 ignores `weight` here; with its default 1 both agree).
+
+    Parameters
+    ----------
+    smoothing_parameter : float
+        Target probability mass spread over the negatives, in [0, 1).
+    weight : float or None
+        Global scale of the loss.
+
+    Inputs:
+        - **x1**: (N, D), N >= 2.
+        - **x2**: (N, D), aligned with x1.
+    Outputs:
+        - **loss**: (N,).
+    """
+
+    def __init__(self, smoothing_parameter=0.3, weight=1., batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        if not 0 <= smoothing_parameter < 1:
+            raise MXNetError(f"SDMLLoss: smoothing_parameter must be in [0, 1), got "
+                             f"{smoothing_parameter!r}")
+        self.smoothing_parameter = smoothing_parameter
+
+    def forward(self, x1, x2):
+        if isinstance(x1, NDArray):
+            if x1.shape != x2.shape or x1.ndim != 2 or x1.shape[0] < 2:
+                raise ShapeError(f"SDMLLoss: x1 and x2 must both be (N, D) with N >= 2, got "
+                                 f"{x1.shape} and {x2.shape}; help: pass aligned batches of "
+                                 f"at least two embeddings")
+        return HybridBlock.forward(self, x1, x2)
+
+    def _targets(self, F, batch_size, dtype):
+        gold = F.eye(batch_size, dtype=dtype)
+        spread = self.smoothing_parameter / (batch_size - 1)
+        return gold * (1 - self.smoothing_parameter) + (1 - gold) * spread
+
+    def hybrid_forward(self, F, x1, x2):
+        diff = F.broadcast_sub(F.expand_dims(x1, axis=1), F.expand_dims(x2, axis=0))
+        log_p = F.log_softmax(-F.sum(F.square(diff), axis=2), axis=1)
+        targets = self._targets(F, x1.shape[0], x1.dtype).as_in_context(log_p.context)
+        loss = targets * (F.log(targets + 1e-12) - log_p)
+        return self._mean(F, loss, None)
+
+
 class CTCLoss(Loss):
     """Connectionist temporal classification loss: -log p(label | pred), summed over every
     alignment of the label to the prediction's time steps. The blank is the last class;

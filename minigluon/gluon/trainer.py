@@ -12,12 +12,11 @@ from .. import autograd
 from .. import kvstore as kvs
 from .. import optimizer as opt
 from ..base import MXNetError
+from ..kvstore.modes import mode_of
 from ..ndarray import NDArray
 from .parameter import Parameter, ParameterDict
 
 __all__ = ["Trainer", "StaleGradientError"]
-
-_LARGE_PARAM = 1024 * 1024 * 16     # 'local' stores update on the devices above this size
 
 
 class StaleGradientError(MXNetError, UserWarning):
@@ -92,30 +91,48 @@ class Trainer:
 
     # ---- kvstore setup (lazy: deferred parameters get their shapes in the first forward) --
     def _init_kvstore(self):
-        kvstore, update_on_kvstore = _create_kvstore(self._kvstore_params["kvstore"],
-                                                     self._num_devices, self._params)
+        kvstore = _create_kvstore(self._kvstore_params["kvstore"], self._num_devices)
+        if kvstore is not None:
+            mode = mode_of(kvstore.type)
+            self._distributed = mode.distributed
+            self._update_on_kvstore = self._updates_in_store(kvstore, mode)
+            if self._compression_params:
+                kvstore.set_gradient_compression(self._compression_params)
+            if self._update_on_kvstore:
+                kvstore.set_optimizer(self._optimizer)
+        self._kvstore = kvstore
+        self._kv_initialized = True
+
+    def _updates_in_store(self, kvstore, mode):
+        """update_on_kvstore: whether the optimizer runs in `kvstore` (True) or on every
+        device (False). The one place the Trainer decides it, with MXNet's rules: asked
+        for, else True unless the mode updates big parameters on the devices; a mode
+        whose servers apply each push (dist_async) must update in the store; a layer-wise
+        optimizer cannot run on servers that each hold a slice of a parameter."""
         requested = self._kvstore_params["update_on_kvstore"]
-        self._distributed = kvstore is not None and "dist" in kvstore.type
-        if self._distributed and "async" in kvstore.type:
+        if mode.store_must_update:
             if requested is False:
                 raise MXNetError(f"update_on_kvstore=False does not work with the "
                                  f"{kvstore.type!r} kvstore: asynchronous training updates "
                                  "on the servers; pass update_on_kvstore=True or leave it unset")
-            update_on_kvstore = True
+            in_store = True
         elif requested is not None:
-            update_on_kvstore = bool(requested)
-        if update_on_kvstore and self._distributed:
-            update_on_kvstore = self._check_layerwise(kvstore, requested)
-        if kvstore is not None:
-            if self._compression_params:
-                kvstore.set_gradient_compression(self._compression_params)
-            if update_on_kvstore:
-                kvstore.set_optimizer(self._optimizer)
-        self._kvstore = kvstore
-        self._update_on_kvstore = update_on_kvstore if kvstore is not None else None
-        self._kv_initialized = True
+            in_store = bool(requested)
+        else:
+            in_store = self._default_in_store()
+        if in_store and mode.distributed:
+            in_store = self._check_layerwise(kvstore, mode, requested)
+        return in_store
 
-    def _check_layerwise(self, kvstore, requested):
+    def _default_in_store(self):
+        name = self._kvstore_params["kvstore"]
+        limit = mode_of(name).device_updates_above if isinstance(name, str) else None
+        if limit is None:          # a store the user made, or a mode without a size rule
+            return True
+        sizes = [p.list_data()[0].size for p in self._params if not p._deferred_init]
+        return max(sizes, default=0) <= limit
+
+    def _check_layerwise(self, kvstore, mode, requested):
         """update_on_kvstore for a layer-wise optimizer (LAMB, LARS) on a dist store: the
         servers can run it only when no parameter is split over several of them."""
         if not self._optimizer.layerwise:
@@ -126,7 +143,7 @@ class Trainer:
         if not split:
             return True
         name = type(self._optimizer).__name__
-        if requested or "async" in kvstore.type:
+        if requested or mode.store_must_update:
             raise MXNetError(
                 f"{name} needs each parameter whole (it scales by the weight's norm), but "
                 f"the {kvstore.type!r} kvstore splits {split[:3]} over its servers, which "
@@ -166,7 +183,7 @@ class Trainer:
 
         >>> trainer.set_learning_rate(trainer.learning_rate * 0.1)
         """
-        if self._kvstore is not None and self._update_on_kvstore:
+        if self._update_on_kvstore:
             self._kvstore.set_learning_rate(lr)
         self._optimizer.set_learning_rate(lr)
 
@@ -244,7 +261,7 @@ class Trainer:
         self._optimizer.rescale_grad = scale
 
     def _check_not_on_kvstore(self, what):
-        if self._kvstore is not None and self._update_on_kvstore:
+        if self._update_on_kvstore:
             raise MXNetError(f"{what}() is not supported when the parameters are updated in "
                              "the kvstore; create the Trainer with update_on_kvstore=False")
 
@@ -275,7 +292,7 @@ class Trainer:
                 self._kvstore.pushpull(i, grads, out=grads, priority=-i)
 
     def _update(self):
-        if self._kvstore is not None and self._update_on_kvstore:
+        if self._update_on_kvstore:
             for i, param in self._trainable():
                 self._kvstore.pull(i, param.list_data(), priority=-i)
                 for arr in param.list_data():
@@ -322,16 +339,14 @@ def _check_initialized(param, when):
             f"net.initialize(ctx=...) or net.collect_params().initialize()) before {when}")
 
 
-def _create_kvstore(kvstore, num_devices, params):
-    """(kvstore or None, default update_on_kvstore), with MXNet's rules."""
+def _create_kvstore(kvstore, num_devices):
+    """The kvstore the Trainer uses, or None, with MXNet's rules: one device needs none
+    unless the store is distributed."""
     if isinstance(kvstore, kvs.KVStoreBase):
-        return kvstore, True
-    if kvstore is None or (num_devices == 1 and "dist" not in kvstore):
-        return None, False
-    store = kvs.create(kvstore)
-    sizes = [p.list_data()[0].size for p in params if not p._deferred_init]
-    big = kvstore == "local" and max(sizes, default=0) > _LARGE_PARAM
-    return store, not big
+        return kvstore
+    if kvstore is None or (num_devices == 1 and not mode_of(kvstore).distributed):
+        return None
+    return kvs.create(kvstore)
 
 
 def _sum_over_devices(grads):

@@ -6,12 +6,14 @@
 >>> kv.pull(0, out=[weight_on_gpu0, weight_on_gpu1])
 
 'local' sums on the CPU, 'device' on the devices; 'dist_sync', 'dist_async' and their
-'_device' variants run a parameter server over processes and hosts (see dist.py).
+'_device' variants run a parameter server over processes and hosts (see dist.py). What
+each name means is one entry of modes.MODES.
 """
 from .base import KVStoreBase, KVStoreError  # noqa: F401
 from .dist import KVStoreDist  # noqa: F401
 from .liveness import PeerLostError  # noqa: F401
 from .local import KVStoreDevice, KVStoreLocal  # noqa: F401
+from .modes import MODES
 from . import role  # noqa: F401  (import minigluon runs role.maybe_run_role())
 from .van import JobAbortedError, TimeoutError  # noqa: F401,A004
 from .wire import WireError  # noqa: F401
@@ -20,14 +22,6 @@ KVStore = KVStoreBase   # every store is an mx.kv.KVStore, as in MXNet
 
 __all__ = ["create", "KVStore", "KVStoreBase", "KVStoreLocal", "KVStoreDevice", "KVStoreDist",
            "KVStoreError", "TimeoutError", "JobAbortedError", "PeerLostError", "WireError"]
-
-_LOCAL_STORES = {
-    "local": KVStoreLocal,
-    "local_allreduce_cpu": KVStoreLocal,
-    "device": KVStoreDevice,
-    "local_allreduce_device": KVStoreDevice,
-}
-_DIST_STORES = ("dist", "dist_sync", "dist_async", "dist_sync_device", "dist_async_device")
 
 
 def create(name="local"):
@@ -42,10 +36,14 @@ def create(name="local"):
     if not isinstance(name, str):
         raise KVStoreError(f"the kvstore name must be a str such as 'local' or 'device', "
                            f"got {name!r}")
-    key = name.lower()
-    if key in _LOCAL_STORES:
-        return _LOCAL_STORES[key](key)
-    if key in _DIST_STORES:
-        return KVStoreDist(key)
-    known = ", ".join(repr(n) for n in list(_LOCAL_STORES) + list(_DIST_STORES))
-    raise KVStoreError(f"unknown kvstore type {name!r}; known types: {known}")
+    mode = MODES.get(name.lower())
+    if mode is None:
+        known = ", ".join(repr(n) for n in MODES)
+        raise KVStoreError(f"unknown kvstore type {name!r}; known types: {known}")
+    return _store_class(mode)(mode.name)
+
+
+def _store_class(mode):
+    if mode.distributed:
+        return KVStoreDist
+    return KVStoreDevice if mode.on_device else KVStoreLocal

@@ -7,10 +7,10 @@ and more go to servers on the same host through shared memory (one copy into a s
 this worker, the server reads it in place), others as zmq frames sent zero-copy; push()
 returns once the caller's arrays may change again.
 
-Modes: 'dist_sync' (alias 'dist'): servers merge the W pushes of each round before a pull
-of that round is answered; 'dist_async': servers apply every push on arrival (an optimizer
-is required); '*_device': a worker's per-device values are summed on the first value's
-device, which for CPU values is the host path.
+Modes (modes.py): 'dist_sync' (alias 'dist'): servers merge the W pushes of each round
+before a pull of that round is answered; 'dist_async': servers apply every push on arrival
+(an optimizer is required); '*_device': a worker's per-device values are summed on the
+first value's device, which for CPU values is the host path.
 
 Without DMLC_* variables the first dist store of a process starts an embedded scheduler
 and server (a one-worker job); with DMLC_ROLE=worker it joins the job they describe. The
@@ -34,7 +34,6 @@ import atexit
 import functools
 import os
 import pickle
-import struct
 
 import numpy as np
 
@@ -45,9 +44,12 @@ from ..ndarray import NDArray
 from ..optimizer import Updater, get_updater
 from .base import KVStoreBase, KVStoreError, check_same_layout, group_key_values
 from .compression import TwoBitCompressor
-from .local import _reduce_sum, _sum_into
+from .messages import (BodyError, LearningRate, OptimizerBlob, ProbeToken, SegmentName,
+                       StatesBlob)
+from .modes import mode_of
 from .partition import plan
 from .postoffice import PostOffice, read_env, server_name
+from .reduce import reduce_sum, sum_into
 from .shm import Segment, available as shm_available
 from .van import TimeoutError as KVTimeoutError
 from .wire import Cmd, Flag, Message, dtype_code
@@ -124,8 +126,9 @@ class _WorkerNode:
             for rank in range(self.po.num_servers):
                 got = []
                 req = self.po.van.request(server_name(rank), Message(
-                    Cmd.SHM_PROBE, payload=[probe.name.encode()]), "shared memory probe",
-                    on_reply=lambda msg: got.append(msg.body()))
+                    Cmd.SHM_PROBE, payload=[SegmentName(probe.name).encode()]),
+                    "shared memory probe",
+                    on_reply=lambda msg: got.append(ProbeToken.decode(msg.body()).token))
                 try:
                     self.po.van.wait([req])
                 except KVTimeoutError:
@@ -229,14 +232,13 @@ class KVStoreDist(KVStoreBase):
 
     def __init__(self, name):
         super().__init__(name)
-        self._sync = "async" not in name
-        self._on_device = name.endswith("_device")
-        self._node = _WorkerNode.get(self._sync)
+        self._mode = mode_of(name)
+        self._node = _WorkerNode.get(self._mode.sync)
         self._store = self._node.new_store()
         self._po = self._node.po
         self._van = self._po.van
         self._keys = {}
-        self._flags = Flag.SYNC if self._sync else Flag.NONE
+        self._flags = self._mode.wire_flags
         self._optimizer_set = False
         self._compressor = None
         self._bound = config.kvstore_bigarray_bound()
@@ -322,7 +324,7 @@ class KVStoreDist(KVStoreBase):
         the arrays may be changed again."""
         pairs = [(self._info(k, v, "push to"), v)
                  for k, v in group_key_values(key, value, "push")]
-        if not self._sync and not self._optimizer_set:
+        if not self._mode.sync and not self._optimizer_set:
             raise KVStoreError(
                 f"push to key {pairs[0][0].key!r}: {self._type!r} applies every push with "
                 "the optimizer on the servers, and none is set; call kv.set_optimizer(...) "
@@ -350,7 +352,7 @@ class KVStoreDist(KVStoreBase):
                 seg = self._segment(info, "push", i)
                 np.copyto(seg.view(payload.dtype, n), payload)
                 flags |= Flag.SHM
-                payload, on_reply = seg.name.encode(), seg.release
+                payload, on_reply = SegmentName(seg.name).encode(), seg.release
             msg = Message(Cmd.PUSH, key=info.key, store=self._store, flags=flags,
                           dtype=info.dtype, shape=info.shape, version=info.pushes, offset=off,
                           length=n, threshold=threshold, payload=[payload])
@@ -385,14 +387,14 @@ class KVStoreDist(KVStoreBase):
         self._van.wait(info.send_reqs)             # the buffer may still be in flight
         if info.send_buf is None:
             info.send_buf = np.empty(info.size, info.dtype)
-        if self._on_device and values[0].context.device_type == "gpu":
+        if self._mode.on_device and values[0].context.device_type == "gpu":
             if info.dev_buf is None:
                 info.dev_buf = NDArray(values[0].context.xp.empty(info.shape, info.dtype),
                                        values[0].context)
-            _sum_into(values, info.dev_buf)
+            sum_into(values, info.dev_buf)
             np.copyto(info.send_buf, _host_flat(info.dev_buf))
         else:
-            _reduce_sum([_host_flat(v) for v in values], info.send_buf)
+            reduce_sum([_host_flat(v) for v in values], info.send_buf)
         return info.send_buf, True
 
     # ---- pull -----------------------------------------------------------------------
@@ -431,7 +433,7 @@ class KVStoreDist(KVStoreBase):
             if self._shm_for(server, n * np.dtype(info.dtype).itemsize):
                 seg = self._segment(info, "pull", i)
                 msg.flags |= Flag.SHM
-                msg.payload = [seg.name.encode()]
+                msg.payload = [SegmentName(seg.name).encode()]
             fill = functools.partial(_fill, dest[off:off + n], info.key, seg)
             reqs.append(self._van.request(server_name(server), msg,
                                           f"pull from key {info.key!r}", on_reply=fill))
@@ -448,7 +450,8 @@ class KVStoreDist(KVStoreBase):
                                f"because it cannot be pickled: {err}") from None
         self._updater = get_updater(optimizer)
         if self.rank == 0:
-            self._to_all_servers(Cmd.SET_OPTIMIZER, self._po.token + blob, "set_optimizer")
+            body = OptimizerBlob(self._po.token, blob).encode()
+            self._to_all_servers(Cmd.SET_OPTIMIZER, body, "set_optimizer")
         if self.num_workers > 1:
             self.barrier()
         self._optimizer_set = True
@@ -466,8 +469,8 @@ class KVStoreDist(KVStoreBase):
             raise KVStoreError(f"set_learning_rate: this {self._type!r} kvstore has no "
                                "optimizer on its servers; call set_optimizer(optimizer) first")
         try:
-            body = struct.pack("<d", lr)
-        except (struct.error, TypeError):
+            body = LearningRate(lr).encode()
+        except BodyError:
             raise KVStoreError(f"set_learning_rate: the rate must be a number, got "
                                f"{lr!r}") from None
         self._to_all_servers(Cmd.SET_LR, body, "set_learning_rate")
@@ -521,8 +524,8 @@ class KVStoreDist(KVStoreBase):
         for rank in range(self.num_servers):
             part = Updater(updater.optimizer)
             part.states = self._states_of_server(updater.states, rank)
-            blob = self._po.token + part.get_states(dump_optimizer=True)
-            msg = Message(Cmd.SET_STATES, store=self._store, payload=[blob])
+            body = StatesBlob(self._po.token, part.get_states(dump_optimizer=True))
+            msg = Message(Cmd.SET_STATES, store=self._store, payload=[body.encode()])
             self._van.wait([self._van.request(server_name(rank), msg,
                                               "load_optimizer_states")])
         updater.states = {}

@@ -10,11 +10,10 @@ the caller was waiting for:
     sent no heartbeat for 1.6 s (PS_HEARTBEAT_TIMEOUT=1.5) and is presumed dead; the
     scheduler ended the job
 
-The scheduler's ABORT carries JSON {"reason": text, "lost": node or null}; `abort_error`
-turns it into the error a node raises.
+The scheduler's ABORT carries the reason and the lost node, if any (messages.Abort);
+`abort_error` turns it into the error a node raises.
 """
-import json
-
+from .messages import Abort
 from .van import JobAbortedError
 
 __all__ = ["PeerLostError", "describe", "abort_payload", "abort_error"]
@@ -45,17 +44,13 @@ def describe(node):
 
 def abort_payload(reason, lost=None):
     """The payload of an ABORT: why, and the node that was lost, if one was."""
-    return json.dumps({"reason": reason, "lost": lost}).encode()
+    return Abort(reason, lost).encode()
 
 
 def abort_error(label, payload, waiting_for):
     """The error a node raises for the scheduler's ABORT `payload` (text)."""
-    try:
-        news = json.loads(payload)
-        reason, lost = str(news["reason"]), news.get("lost")
-    except (ValueError, KeyError, TypeError):
-        reason, lost = payload, None
-    if isinstance(lost, dict):
-        return PeerLostError(label, lost, reason, waiting_for)
+    news = Abort.decode(payload)
+    if news.lost is not None:
+        return PeerLostError(label, news.lost, news.reason, waiting_for)
     return JobAbortedError(f"{label} the job was aborted by the scheduler while waiting for "
-                           f"{waiting_for}: {reason}")
+                           f"{waiting_for}: {news.reason}")

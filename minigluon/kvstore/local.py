@@ -1,53 +1,17 @@
 """The in-process kvstores: 'local' sums pushed values on the CPU, 'device' on a device.
 
 Both keep one stored value per key. A push sums the values of every device into one
-array (`_reduce_sum`, the single place a faster kernel can plug in), then either applies
-the updater to the stored value with that sum as the gradient, or replaces the stored
-value with the sum. A pull copies the stored value into each output, on its own device.
+array (reduce.py), then either applies the updater to the stored value with that sum as
+the gradient, or replaces the stored value with the sum. A pull copies the stored value
+into each output, on its own device.
 """
-import numpy as np
-
-import minigluon_ext
-
 from ..autograd import pause
 from ..context import cpu
 from ..ndarray import zeros
 from .base import KVStoreBase, KVStoreError, check_same_layout, group_key_values
+from .reduce import sum_into
 
 __all__ = ["KVStoreLocal", "KVStoreDevice"]
-
-
-_EXT_DTYPES = (np.float16, np.float32, np.float64)
-
-
-def _reduce_sum(arrays, out):
-    """`out[...] = arrays[0] + arrays[1] + ...` on raw arrays of one device (numpy or cupy).
-
-    Host arrays of float dtypes go through minigluon_ext.sum_into (C, multi-threaded for
-    big arrays); others are summed by the array module. Both add left to right, so the
-    result does not depend on which path runs it.
-    """
-    if _ext_can_sum(arrays, out):
-        minigluon_ext.sum_into(out, arrays)
-        return
-    out[...] = arrays[0]
-    for arr in arrays[1:]:
-        out += arr
-
-
-def _ext_can_sum(arrays, out):
-    return (isinstance(out, np.ndarray) and out.dtype.type in _EXT_DTYPES
-            and out.flags.c_contiguous and out.flags.writeable
-            and all(isinstance(a, np.ndarray) and a.dtype == out.dtype and a.shape == out.shape
-                    and a.flags.c_contiguous for a in arrays))
-
-
-def _sum_into(values, out):
-    """Sum NDArrays from any devices into the NDArray `out`, on out's device."""
-    ctx = out.context
-    raws = [v.as_in_context(ctx)._data for v in values]
-    with ctx.scope():
-        _reduce_sum(raws, out._data)
 
 
 class KVStoreLocal(KVStoreBase):
@@ -95,12 +59,12 @@ class KVStoreLocal(KVStoreBase):
         if stored.context != ctx:
             stored = self._store[key] = stored.copyto(ctx)
         if self._updater is None:
-            _sum_into(values, stored)
+            sum_into(values, stored)
             return
         merged = self._merge_buf.get(key)
         if merged is None or merged.context != ctx:
             merged = self._merge_buf[key] = zeros(stored.shape, ctx=ctx, dtype=stored.dtype)
-        _sum_into(values, merged)
+        sum_into(values, merged)
         self._updater(key, merged, stored)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):

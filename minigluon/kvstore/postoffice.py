@@ -12,7 +12,6 @@ the rendezvous too; every wait of the node raises PeerLostError (liveness.py) on
 scheduler aborted the job or stopped answering.
 """
 import fcntl
-import json
 import logging
 import os
 import socket
@@ -27,6 +26,7 @@ import zmq
 from .. import config
 from ..config import ConfigError
 from .liveness import abort_error, abort_payload, describe
+from .messages import BodyError, NodeLost, NodeTable, Registration
 from .steps import StepClock
 from .van import Van
 from .wire import Cmd, Message
@@ -174,19 +174,16 @@ class PostOffice:
         self.heartbeat = Heartbeat(self)      # a node that registered and died is noticed
         host = announced_host(root_ip, self.env.root_port)
         self.van.log.info("announcing %s (%s)", host, announce_source(root_ip))
-        info = {"role": self.role, "host": host, "hostid": host_id(), "pid": os.getpid(),
-                "rank_hint": config.launch_rank()}
-        if self.role == "server":
-            info.update(self._bind(host))
-        else:
-            info["sync"] = self.sync
-        table = {}
-        req = self.van.request("scheduler", Message(Cmd.REGISTER, payload=[
-            json.dumps(info).encode()]), "registration (waiting for every node of the job "
-            f"to register with the scheduler at {scheduler})",
-            on_reply=lambda msg: table.update(json.loads(msg.body())))
+        info = Registration(self.role, host, host_id(), os.getpid(), config.launch_rank(),
+                            **(self._bind(host) if self.role == "server" else
+                               {"sync": self.sync}))
+        table = []
+        req = self.van.request("scheduler", Message(Cmd.REGISTER, payload=[info.encode()]),
+                               "registration (waiting for every node of the job to register "
+                               f"with the scheduler at {scheduler})",
+                               on_reply=lambda msg: table.append(NodeTable.decode(msg.body())))
         self.van.wait([req], timeout=timeout, check=check)
-        self._adopt(table)
+        self._adopt(table[0])
         if self.role == "server":
             self.van.listen()
 
@@ -199,13 +196,13 @@ class PostOffice:
         return {"tcp": bound[0], "ipc": bound[1] if len(bound) > 1 else None}
 
     def _adopt(self, table):
-        self.rank = table["rank"]
-        self.num_workers = table["num_workers"]
-        self.num_servers = table["num_servers"]
-        self.token = bytes.fromhex(table["token"])
+        self.rank = table.rank
+        self.num_workers = table.num_workers
+        self.num_servers = table.num_servers
+        self.token = table.token
         self.van.set_job_nonce(self.token)
-        self.servers = table["servers"]
-        self.workers = table.get("workers", [])
+        self.servers = list(table.servers)
+        self.workers = list(table.workers or ())
         self.van.sender = self.rank
         self.van.label = f"[{self.role} {self.rank}]"
         self.van.log.extra["label"] = self.van.label
@@ -270,10 +267,14 @@ class PostOffice:
 
     def _on_notice(self, source, msg):
         if msg.cmd == Cmd.NODE_LOST and source == "scheduler":
-            news = json.loads(msg.body())
+            try:
+                news = NodeLost.decode(msg.body())
+            except BodyError as err:
+                self.van.log.warning("ignored a NODE_LOST from the scheduler: %s", err)
+                return
             self.van.log.warning("%s was lost (%s); the dist_async job goes on with %d "
-                                 "workers", describe(news["lost"]), news["reason"],
-                                 news["workers_left"])
+                                 "workers", describe(news.lost), news.reason,
+                                 news.workers_left)
             return
         self.van.log.warning("ignored unexpected %r from %r", msg, source)
 

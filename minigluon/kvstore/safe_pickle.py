@@ -7,7 +7,7 @@ multipliers, update counts) that no flat description keeps exactly. A plain
 payloads with an unpickler that resolves only
 
 - optimizer and lr-scheduler classes (subclasses of `Optimizer` / `LRScheduler`) and
-  `optimizer.updater._HostArray`, and
+  the classes `optimizer.updater.STATE_CLASSES` names, and
 - the NumPy functions that rebuild arrays, scalars and dtypes.
 
 Anything else is an `UnpicklingError`. Classes come from modules the server has already
@@ -38,8 +38,8 @@ _BUILTINS = {("builtins", "set"), ("builtins", "frozenset"), ("builtins", "compl
 def _allowed_classes():
     from ..lr_scheduler import LRScheduler
     from ..optimizer import Optimizer
-    from ..optimizer.updater import _HostArray
-    return Optimizer, LRScheduler, _HostArray
+    from ..optimizer.updater import STATE_CLASSES
+    return (Optimizer, LRScheduler) + STATE_CLASSES
 
 
 class _Restricted(pickle.Unpickler):

@@ -27,7 +27,6 @@ A malformed or unexpected message is logged (rate-limited) and answered with an 
 scheduler keeps serving.
 """
 import errno
-import json
 import os
 import time
 
@@ -36,6 +35,7 @@ import zmq
 from .. import config
 from ..config import ConfigError
 from .liveness import abort_payload, describe
+from .messages import BodyError, NodeLost, NodeTable, Registration, Text
 from .postoffice import resolve
 from .throttle import LogThrottle
 from .van import Van
@@ -54,30 +54,20 @@ class _Node:
     __slots__ = ("identity", "req", "info", "role", "rank", "seen", "steps", "state")
 
     def __init__(self, identity, req, info):
-        self.identity, self.req, self.info = identity, req, info
-        self.role, self.rank = info["role"], None
+        self.identity, self.req, self.info = identity, req, info     # info: Registration
+        self.role, self.rank = info.role, None
         self.seen = time.monotonic()     # its last heartbeat (or its registration)
         self.steps = 0                   # workers: steps so far, from heartbeats and finalize
         self.state = "up"                # up | finalized | lost
 
     def lost_info(self):
         """The node as liveness.describe() and PeerLostError name it."""
-        address = self.info.get("tcp") or self.info.get("host")
-        return {"role": self.role, "rank": self.rank, "pid": self.info.get("pid"),
+        address = self.info.tcp or self.info.host
+        return {"role": self.role, "rank": self.rank, "pid": self.info.pid,
                 "address": address[6:] if address.startswith("tcp://") else address}
 
     def __str__(self):
         return describe(self.lost_info())
-
-
-def _check_info(info):
-    if not isinstance(info, dict) or info.get("role") not in ("worker", "server"):
-        role = info.get("role") if isinstance(info, dict) else info
-        raise ValueError(f"role {role!r} cannot register; expected worker or server")
-    need = ("host", "hostid") + (("tcp",) if info["role"] == "server" else ())
-    bad = [k for k in need if not isinstance(info.get(k), str)]
-    if bad or (info["role"] == "server" and not info["tcp"].startswith("tcp://")):
-        raise ValueError(f"registration of a {info['role']} lacks {bad or ['tcp']}")
 
 
 def _hint_problem(hints, count):
@@ -212,10 +202,10 @@ class Scheduler:
         left = len(self._role("worker", "up"))
         self.van.log.warning("%s was lost: %s; the dist_async job goes on with %d workers",
                              node, reason, left)
-        news = json.dumps({"lost": node.lost_info(), "reason": reason, "workers_left": left})
+        news = NodeLost(node.lost_info(), reason, left).encode()
         for other in self._nodes.values():
             if other.state == "up":
-                self.van.reply(other.identity, Message(Cmd.NODE_LOST, payload=[news.encode()]))
+                self.van.reply(other.identity, Message(Cmd.NODE_LOST, payload=[news]))
         self.van.reply(node.identity, Message(Cmd.ABORT, payload=[abort_payload(
             f"this worker ({node}) was dropped from the dist_async job: {reason}")]))
         self._barrier = [(i, r) for i, r in self._barrier if i != node.identity]
@@ -256,22 +246,23 @@ class Scheduler:
             return
         try:
             handler(identity, msg)
+        except BodyError as err:
+            self._error(identity, msg, str(err))
         except Exception as err:  # noqa: BLE001 - a bad request must not stop the scheduler
             self._error(identity, msg, f"bad {msg.cmd.name}: {err}")
 
     def _error(self, identity, msg, text):
         self._complaints.warning("%s (from %r)", text, identity)
         self.van.reply(identity, Message(Cmd.ERROR, req=msg.req,
-                                         payload=[f"scheduler: {text}".encode()]))
+                                         payload=[Text(f"scheduler: {text}").encode()]))
 
     def _ack(self, identity, req):
         self.van.reply(identity, Message(Cmd.ACK, req=req))
 
     # ---- rendezvous -------------------------------------------------------------------
     def _register(self, identity, msg):
-        info = json.loads(msg.body())
-        _check_info(info)
-        role = info["role"]
+        info = Registration.decode(msg.body())
+        role = info.role
         expected = self.env.num_worker if role == "worker" else self.env.num_server
         if identity in self._nodes:
             raise ValueError(f"this {role} registered already")
@@ -280,8 +271,8 @@ class Scheduler:
             raise ValueError(f"a {role} registered after all {expected} {role}s of the job "
                              f"({key}={expected}) did; start exactly {expected}")
         self._nodes[identity] = _Node(identity, msg.req, info)
-        self.van.log.info("%s registered from %s (pid %s)", role, info.get("tcp") or
-                          info.get("host"), info.get("pid"))
+        self.van.log.info("%s registered from %s (pid %s)", role, info.tcp or info.host,
+                          info.pid)
         if all(len(self._role(r)) == n for r, n in (("worker", self.env.num_worker),
                                                      ("server", self.env.num_server))):
             self._send_node_table()
@@ -293,17 +284,15 @@ class Scheduler:
             for rank, node in enumerate(nodes):
                 node.rank = rank
         self._ranked = True
-        self._async = all(n.info.get("sync") is False for n in workers)
-        server_table = [{"rank": n.rank, "tcp": n.info["tcp"], "ipc": n.info.get("ipc"),
-                         "hostid": n.info["hostid"]} for n in servers]
+        self._async = all(n.info.sync is False for n in workers)
+        server_table = tuple({"rank": n.rank, "tcp": n.info.tcp, "ipc": n.info.ipc,
+                              "hostid": n.info.hostid} for n in servers)
+        identities = tuple(w.identity.decode("utf-8", "replace") for w in workers)
         for node in workers + servers:
-            table = {"rank": node.rank, "num_workers": self.env.num_worker,
-                     "num_servers": self.env.num_server, "servers": server_table,
-                     "token": self.token.hex()}
-            if node.role == "server":
-                table["workers"] = [w.identity.decode("utf-8", "replace") for w in workers]
+            table = NodeTable(node.rank, self.env.num_worker, self.env.num_server, server_table,
+                              self.token, identities if node.role == "server" else None)
             self.van.reply(node.identity, Message(Cmd.BYTES, req=node.req,
-                                                  payload=[json.dumps(table).encode()]))
+                                                  payload=[table.encode()]))
         self.van.log.info("all nodes registered; node table sent (%s)",
                           "dist_async: a lost worker is dropped" if self._async else
                           "a lost worker ends the job")
@@ -313,9 +302,9 @@ class Scheduler:
         `[worker 1]` is kv.rank 1) when each has a distinct one below `count`, else in
         order of registration."""
         nodes = self._role(role)
-        why = _hint_problem([n.info.get("rank_hint") for n in nodes], count)
+        why = _hint_problem([n.info.rank_hint for n in nodes], count)
         if why is None:
-            return sorted(nodes, key=lambda n: n.info["rank_hint"])
+            return sorted(nodes, key=lambda n: n.info.rank_hint)
         self.van.log.info("%s ranks follow the order of registration: %s", role, why)
         return nodes
 

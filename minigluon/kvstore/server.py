@@ -19,9 +19,7 @@ key. Refusals are logged rate-limited. When the scheduler reports a worker lost 
 dist_async job (NODE_LOST), dist_sync keys, which would wait for it forever, refuse every
 request, as do waits for an init only the lost worker 0 could have made.
 """
-import json
 import os
-import struct
 
 import numpy as np
 
@@ -33,6 +31,9 @@ from ..ndarray import NDArray
 from ..optimizer import OptimizerError, get_updater
 from .base import KVStoreError
 from .liveness import describe
+from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, OptimizerBlob,
+                       ProbeToken, SegmentName, StatesBlob, Text)
+from .modes import from_wire
 from . import safe_pickle
 from .postoffice import PostOffice
 from .shm import Segment
@@ -57,13 +58,13 @@ def _aligned(arr):
 class _Key:
     """This server's slice of one key."""
 
-    __slots__ = ("key", "store", "dtype", "shape", "offset", "length", "sync", "value",
+    __slots__ = ("key", "store", "dtype", "shape", "offset", "length", "mode", "value",
                  "spare", "round", "pushes", "ahead", "pulls", "trackers")
 
     def __init__(self, msg, value):
         self.key, self.store, self.dtype, self.shape = msg.key, msg.store, msg.dtype, msg.shape
         self.offset, self.length = msg.offset, msg.length
-        self.sync = bool(msg.flags & Flag.SYNC)
+        self.mode = from_wire(msg.flags)      # modes.py: dist_sync or dist_async
         self.value = value              # flat array of `length` values
         self.spare = None               # a free buffer for the next merge
         self.round = 0                  # rounds merged so far (dist_sync)
@@ -153,7 +154,7 @@ class KVServer:
                 self.van.log.info("the scheduler ended the job; exiting")
                 self._done = True
             elif msg.cmd == Cmd.NODE_LOST:
-                self._worker_lost(json.loads(msg.body()))
+                self._worker_lost(msg)
             else:
                 self.van.log.warning("ignored %r from the scheduler", msg)
             return
@@ -163,7 +164,7 @@ class KVServer:
                 raise _Refused(f"a server does not handle {msg.cmd.name} requests")
             self._check_worker(source, msg)
             handler(source, msg)
-        except _Refused as err:
+        except (_Refused, BodyError) as err:
             self._refuse(source, msg, str(err))
         except Exception as err:  # noqa: BLE001 - a bad request must not stop the server
             self.van.log.exception("failed to handle %r", msg)
@@ -178,20 +179,25 @@ class KVServer:
 
     def _refuse(self, identity, msg, text):
         self._complaints.warning("refused %r from %r: %s", msg, identity, text)
-        self.van.reply(identity, Message(Cmd.ERROR, req=msg.req,
-                                         payload=[f"{self.van.label[1:-1]}: {text}".encode()]))
+        body = Text(f"{self.van.label[1:-1]}: {text}").encode()
+        self.van.reply(identity, Message(Cmd.ERROR, req=msg.req, payload=[body]))
 
     def _ack(self, identity, msg):
         self.van.reply(identity, Message(Cmd.ACK, req=msg.req))
 
-    def _worker_lost(self, news):
+    def _worker_lost(self, msg):
         """dist_async went on without a worker: refuse what would wait for it forever."""
-        rank = news["lost"]["rank"]
-        self._lost[rank] = why = f"{describe(news['lost'])} was lost ({news['reason']})"
+        try:
+            news = NodeLost.decode(msg.body())
+        except BodyError as err:
+            self.van.log.warning("ignored a NODE_LOST from the scheduler: %s", err)
+            return
+        rank = news.lost["rank"]
+        self._lost[rank] = why = f"{describe(news.lost)} was lost ({news.reason})"
         self._workers = {i: r for i, r in self._workers.items() if r != rank}
-        self.van.log.warning("%s; %d workers left", why, news["workers_left"])
+        self.van.log.warning("%s; %d workers left", why, news.workers_left)
         for state in self.keys.values():
-            pulls, state.pulls = (state.pulls, []) if state.sync else ([], state.pulls)
+            pulls, state.pulls = (state.pulls, []) if state.mode.sync else ([], state.pulls)
             for identity, msg, _ in pulls:
                 self._refuse(identity, msg, f"pull from key {msg.key!r}: dist_sync cannot go "
                                             f"on: {why}")
@@ -212,14 +218,14 @@ class KVServer:
             raise _Refused(f"{where} key {msg.key!r}: shape {msg.shape} dtype "
                            f"{msg.dtype.name if msg.dtype else None} slice {msg.offset}+"
                            f"{msg.length} does not match the initialized {state.describe()}")
-        if state.sync and self._lost:
+        if state.mode.sync and self._lost:
             raise _Refused(f"{where} key {msg.key!r}: dist_sync cannot go on: "
                            f"{next(iter(self._lost.values()))}")
-        if bool(msg.flags & Flag.SYNC) != state.sync:
-            mode = ("dist_sync", "dist_async")
+        mode = from_wire(msg.flags)
+        if mode is not state.mode:
             raise _Refused(f"{where} key {msg.key!r}: the key was initialized by a "
-                           f"{mode[not state.sync]} kvstore but this request comes from a "
-                           f"{mode[state.sync]} one; use one mode per job")
+                           f"{state.mode.name} kvstore but this request comes from a "
+                           f"{mode.name} one; use one mode per job")
         return state
 
     # ---- init -------------------------------------------------------------------------
@@ -255,24 +261,31 @@ class KVServer:
         shared memory (the worker reuses the segment after the reply)."""
         state = self._state(msg, "push to")
         entry = (msg, identity, self._push_data(msg))
+        (self._push_sync if state.mode.sync else self._push_async)(state, entry)
+
+    def _push_async(self, state, entry):
+        """dist_async: apply the push now."""
+        msg, identity, _ = entry
+        if state.store not in self.updaters:
+            raise _Refused(f"push to key {msg.key!r}: dist_async applies each push with "
+                           "the optimizer, and none is set; call kv.set_optimizer(...) "
+                           "(gluon.Trainer does with update_on_kvstore=True)")
         in_shm = bool(msg.flags & Flag.SHM)
-        if not state.sync:
-            if state.store not in self.updaters:
-                raise _Refused(f"push to key {msg.key!r}: dist_async applies each push with "
-                               "the optimizer, and none is set; call kv.set_optimizer(...) "
-                               "(gluon.Trainer does with update_on_kvstore=True)")
-            if not in_shm:
-                self._ack(identity, msg)
-            self._apply(state, self._merge(state, [entry]))
-            if in_shm:
-                self._ack(identity, msg)
-            return
+        if not in_shm:
+            self._ack(identity, msg)
+        self._apply(state, self._merge(state, [entry]))
+        if in_shm:
+            self._ack(identity, msg)
+
+    def _push_sync(self, state, entry):
+        """dist_sync: keep the push for its round; merge the round once all W are here."""
+        msg, identity, _ = entry
         wanted = state.round + 1
         bucket = state.pushes if msg.version == wanted else state.ahead.get(msg.version, [])
         if msg.version < wanted or any(e[0].sender == msg.sender for e in bucket):
             raise _Refused(f"push to key {msg.key!r}: worker {msg.sender} pushed round "
                            f"{msg.version} twice")
-        if not in_shm:
+        if not msg.flags & Flag.SHM:
             self._ack(identity, msg)
         if msg.version > wanted:
             state.ahead.setdefault(msg.version, []).append(entry)
@@ -347,7 +360,7 @@ class KVServer:
     def _pull(self, identity, msg):
         state = self._state(msg, "pull from")
         dest = self._segment_view(msg) if msg.flags & Flag.SHM else None
-        if state.sync and msg.version > state.round:
+        if state.mode.sync and msg.version > state.round:
             state.pulls.append((identity, msg, dest))
             return
         self._send_value(state, identity, msg, dest)
@@ -372,30 +385,28 @@ class KVServer:
     def _shm_probe(self, identity, msg):
         """Read the token a worker left in a segment: proof that both see the same /dev/shm."""
         try:
-            seg = Segment.attach(msg.body().decode("ascii", errors="replace"), 16)
+            seg = Segment.attach(SegmentName.decode(msg.body()).name, TOKEN_BYTES)
         except KVStoreError as err:
             raise _Refused(f"shared memory probe: {err}") from None
-        token = bytes(seg.view(np.uint8, 16))
-        self.van.reply(identity, Message(Cmd.BYTES, req=msg.req, payload=[token]))
+        token = ProbeToken(bytes(seg.view(np.uint8, TOKEN_BYTES)))
+        self.van.reply(identity, Message(Cmd.BYTES, req=msg.req, payload=[token.encode()]))
 
     # ---- optimizer --------------------------------------------------------------------
     def _set_optimizer(self, identity, msg):
-        body = msg.body()
-        token, blob = body[:16], body[16:]
-        if token != self.po.token or not 0 <= msg.sender < self.num_workers:
+        body = OptimizerBlob.decode(msg.body())
+        if body.token != self.po.token or not 0 <= msg.sender < self.num_workers:
             raise _Refused("set_optimizer from a peer that is not a worker of this job")
-        optimizer = safe_pickle.loads(blob, may_import=self.van.auth is not None)
+        optimizer = safe_pickle.loads(body.blob, may_import=self.van.auth is not None)
         self.updaters[msg.store] = get_updater(optimizer)
         self.van.log.info("optimizer of store %d set: %s", msg.store, type(optimizer).__name__)
         self._ack(identity, msg)
 
     def _set_lr(self, identity, msg):
         """Give the store's optimizer a new rate; its states (momenta, counts) stay."""
-        body = msg.body()
-        if len(body) != 8:
-            raise _Refused(f"set_learning_rate: the rate must be one float64 (8 bytes), got "
-                           f"{len(body)} bytes")
-        (lr,) = struct.unpack("<d", body)
+        try:
+            lr = LearningRate.decode(msg.body()).lr
+        except BodyError as err:
+            raise _Refused(f"set_learning_rate: {err}") from None
         optimizer = self._require_updater(msg, "set_learning_rate").optimizer
         try:
             optimizer.set_learning_rate(lr)
@@ -417,11 +428,11 @@ class KVServer:
         self.van.reply(identity, Message(Cmd.BYTES, req=msg.req, payload=[states]))
 
     def _set_states(self, identity, msg):
-        body = msg.body()
-        if body[:16] != self.po.token:
+        body = StatesBlob.decode(msg.body())
+        if body.token != self.po.token:
             raise _Refused("load_optimizer_states from a peer that is not a worker of this job")
         updater = self._require_updater(msg, "load_optimizer_states")
-        safe_pickle.loads(body[16:], may_import=self.van.auth is not None)   # vet it first
-        updater.set_states(body[16:])
+        safe_pickle.loads(body.blob, may_import=self.van.auth is not None)   # vet it first
+        updater.set_states(body.blob)
         self._ack(identity, msg)
 

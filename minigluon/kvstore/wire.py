@@ -3,17 +3,19 @@
 A message is a list of zmq frames. Frame 0 is the header: a fixed little-endian struct
 (`_FIXED`), then `ndim` int64 shape dims, then the utf-8 bytes of a str key. The payload
 frames that follow are raw buffers: array data in the dtype the header names (2-bit codes
-as uint32 words when the COMPRESSED_2BIT flag is set), or opaque bytes (a JSON node table,
-an error text, optimizer states). Arrays are sent with `copy=False`, so a large payload is
-never copied in user space; nothing on the data path is pickled. With the SHM flag, the
-array lives in a shared-memory segment (shm.py) and the payload frame is its name (a PULL
-names the segment to fill; its VALUE reply then carries no frame). With the AUTH flag, one
-more frame follows the payload: the job nonce and an HMAC-SHA256 of the message (auth.py);
-the van checks and removes it before `decode`.
+as uint32 words when the COMPRESSED_2BIT flag is set), or a body that messages.py encodes
+and decodes (a node table, an error text, optimizer states...). Arrays are sent with
+`copy=False`, so a large payload is never copied in user space; nothing on the data path
+is pickled. With the SHM flag, the array lives in a shared-memory segment (shm.py) and
+the payload frame is its name (a PULL names the segment to fill; its VALUE reply then
+carries no frame). With the AUTH flag, one more frame follows the payload: the job nonce
+and an HMAC-SHA256 of the message (auth.py); the van checks and removes it before
+`decode`.
 
 `Message.decode` checks everything a peer could get wrong (magic, version, command, dtype
 code, sizes, payload length against shape and slice) and raises `WireError`; a server or
-scheduler that gets one logs it and keeps serving.
+scheduler that gets one logs it and keeps serving. The body decoders of messages.py raise
+`BodyError`, which a server or scheduler answers with an error, and keeps serving.
 
 >>> msg = Message(Cmd.PUSH, key=3, dtype=np.float32, shape=(4,), offset=0, length=4,
 ...               payload=[np.ones(4, np.float32)])
@@ -27,6 +29,7 @@ import struct
 import numpy as np
 
 from .base import KVStoreError
+from .messages import SegmentName, Text
 
 __all__ = ["Cmd", "Flag", "Message", "WireError", "header_flags", "payload_kind", "words_for"]
 
@@ -48,29 +51,29 @@ class WireError(KVStoreError):
 class Cmd(enum.IntEnum):
     """Message commands. Requests carry a fresh request id; replies echo it."""
     # node <-> scheduler
-    REGISTER = 1       # payload: JSON {role, host, tcp, ipc, hostid}; reply BYTES node table
+    REGISTER = 1       # payload: Registration; reply BYTES: NodeTable (messages.py)
     BARRIER = 2        # reply ACK once every worker sent one
     FINALIZE = 3       # a worker is done; version = its step count; reply ACK
     EXIT = 4           # scheduler -> server: the job is over
-    ABORT = 5          # scheduler -> everyone: the job failed; payload: JSON {reason, lost}
+    ABORT = 5          # scheduler -> everyone: the job failed; payload: Abort
     HEARTBEAT = 6      # node -> scheduler, key = node identity, sender = rank,
                        # version = step count; reply ACK
-    NODE_LOST = 7      # scheduler -> nodes: a worker left a dist_async job; payload: JSON
+    NODE_LOST = 7      # scheduler -> nodes: a worker left a dist_async job; payload: NodeLost
     # worker <-> server
     INIT = 10          # worker 0 sets a key's (slice of) value
     INIT_WAIT = 11     # other workers: reply when worker 0's INIT arrived
     PUSH = 12          # a gradient (or compressed gradient) for a key's slice
     PULL = 13          # reply VALUE with the slice (sync: once `version` rounds merged)
-    SET_OPTIMIZER = 14  # payload: pickled optimizer (+ job token in the key field)
+    SET_OPTIMIZER = 14  # payload: OptimizerBlob (job token + pickled optimizer)
     GET_STATES = 15    # reply BYTES: the server updater's states
-    SET_STATES = 16    # payload: updater states for this server
-    SHM_PROBE = 17     # payload: a segment name; reply BYTES: the token read from it
-    SET_LR = 18        # payload: the store optimizer's new learning rate, one float64
+    SET_STATES = 16    # payload: StatesBlob (job token + updater states for this server)
+    SHM_PROBE = 17     # payload: SegmentName; reply BYTES: ProbeToken, read from it
+    SET_LR = 18        # payload: LearningRate, the store optimizer's new rate
     # replies
     ACK = 20
     VALUE = 21         # payload: array
     BYTES = 22         # payload: bytes
-    ERROR = 23         # payload: utf-8 text
+    ERROR = 23         # payload: Text
 
 
 class Flag(enum.IntFlag):
@@ -218,15 +221,15 @@ class Message:
 
     def segment(self):
         """The shared-memory segment name of a SHM message."""
-        return self.body().decode("ascii", errors="replace")
+        return SegmentName.decode(self.body()).name
 
     def body(self):
         """The bytes payload as bytes."""
         return _as_bytes(self.payload[0]) if self.payload else b""
 
     def text(self):
-        """The bytes payload decoded as utf-8 (errors, abort reasons)."""
-        return self.body().decode("utf-8", errors="replace")
+        """The bytes payload as text (errors, abort reasons)."""
+        return Text.decode(self.body()).text
 
 
 def _as_bytes(frame):

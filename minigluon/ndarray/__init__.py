@@ -1,16 +1,27 @@
 """`mx.nd`: the NDArray type, creation functions, and one function per registered operator."""
 import sys as _sys
+import types as _types
 
 from . import ops_elemwise, ops_reduce, ops_shape, ops_nn  # noqa: F401  (register ops)
 from . import ops_convolution, ops_deconvolution, ops_pooling, ops_ctc  # noqa: F401
 from . import ops_numpy  # noqa: F401  (NumPy-semantics ops behind mx.np)
-from . import ops_optimizer  # noqa: F401  (fused optimizer updates: sgd_update, ...)
+from . import ops_sequence  # noqa: F401  (SequenceMask, SequenceLast, SequenceReverse)
+from . import ops_rnn  # noqa: F401  (the fused RNN operator)
+from . import ops_math  # noqa: F401  (inverse trigonometric, angle and cube-root ops)
+from . import ops_optimizer_mp  # noqa: F401  (mp_*, multi_* optimizer updates, reset_arrays)
 from . import random  # noqa: F401
+from . import ops_loss  # noqa: F401  (make_loss)
 from .creation import (arange, array, empty, eye, full, linspace, ones, waitall,  # noqa: F401
                        zeros)
 from .ndarray import NDArray  # noqa: F401
 from .registry import OPS as _OPS, invoke as _invoke
 from .serialize import load, load_frombuffer, save, save_to_bytes  # noqa: F401
+from . import ops_legacy, ops_optimizer, contrib  # noqa: F401  (register ops; mx.nd.contrib)
+from . import image  # noqa: F401  (mx.nd.image)
+from .manipulation import concatenate, moveaxis, onehot_encode  # noqa: F401
+from .interop import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: F401
+from .random import normal, uniform  # noqa: F401  (MXNet's legacy nd.normal / nd.uniform)
+from .random import normal as random_normal, uniform as random_uniform  # noqa: F401
 
 
 def _make_function(op, name):
@@ -23,8 +34,8 @@ def _make_function(op, name):
 
 
 def _make_method(op, name):
-    def method(self, *args, **kwargs):
-        return _invoke(op, (self,) + args, kwargs)
+    def method(self, *args, out=None, **kwargs):
+        return _invoke(op, (self,) + args, kwargs, out)
     method.__name__ = name
     method.__doc__ = op.fn.__doc__
     return method
@@ -35,6 +46,13 @@ for _name, _op in _OPS.items():
     if not hasattr(_module, _name):
         setattr(_module, _name, _make_function(_op, _name))
 
+# mx.nd._internal: the operators whose names start with "_" (e.g. _slice_assign), by name
+_internal = _types.ModuleType(__name__ + "._internal", "Internal operators, by name.")
+_sys.modules[_internal.__name__] = _internal
+for _name, _op in _OPS.items():
+    if _name.startswith("_"):
+        setattr(_internal, _name, _make_function(_op, _name))
+
 _METHODS = """sum mean max min prod nansum norm argmax argmin exp expm1 log log1p log2 log10 sqrt
 rsqrt cbrt square abs sign relu sigmoid tanh softrelu reciprocal sin cos tan arctan sinh cosh
 floor ceil rint trunc fix round softmax log_softmax transpose swapaxes expand_dims squeeze
@@ -42,4 +60,11 @@ flatten split slice slice_axis take pick one_hot tile repeat broadcast_to broadc
 broadcast_like clip topk sort argsort flip diag zeros_like ones_like""".split()
 for _name in _METHODS:
     if _name not in NDArray.__dict__:
+        setattr(NDArray, _name, _make_method(_OPS[_name], _name))
+
+# The rest of MXNet's fluent methods (x.nanprod(...), x.softmin(), ...), for the operators
+# registered so far.
+for _name in """pad nanprod argmax_channel shape_array size_array softmin split_v2 slice_like
+degrees radians arcsin arccos arcsinh arccosh arctanh rcbrt""".split():
+    if _name in _OPS and _name not in NDArray.__dict__:
         setattr(NDArray, _name, _make_method(_OPS[_name], _name))

@@ -2,7 +2,7 @@
 zeros_like, ones_like. float32 is the default dtype, as in MXNet."""
 import numpy as np
 
-from ..base import DTypeError
+from ..base import DTypeError, ShapeError
 from ..context import current_context
 from .ndarray import NDArray
 
@@ -48,14 +48,25 @@ def empty(shape, ctx=None, dtype=None):
     return zeros(shape, ctx, dtype)
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs):
-    """An array of zeros."""
-    return full(shape, 0, ctx, dtype)
+def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
+    """An array of zeros; with `out`, written into `out` and returned."""
+    return full(shape, 0, ctx, dtype, out=out)
 
 
-def ones(shape, ctx=None, dtype=None, **kwargs):
-    """An array of ones."""
-    return full(shape, 1, ctx, dtype)
+def ones(shape, ctx=None, dtype=None, out=None, **kwargs):
+    """An array of ones; with `out`, written into `out` and returned."""
+    return full(shape, 1, ctx, dtype, out=out)
+
+
+def _result(data, ctx, out):
+    """`data` as a new NDArray, or copied into `out` (whose shape must match)."""
+    if out is None:
+        return NDArray(data, ctx)
+    if tuple(out.shape) != tuple(data.shape):
+        raise ShapeError(f"out has shape {out.shape}, the result has {tuple(data.shape)}; "
+                         "pass an out array of the result's shape")
+    out[:] = NDArray(data, ctx)
+    return out
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):
@@ -63,36 +74,34 @@ def full(shape, val, ctx=None, dtype=None, out=None):
     ctx = _ctx(ctx)
     with ctx.scope():
         data = ctx.xp.full(_shape(shape), val, dtype=_dtype(dtype))
-    if out is not None:
-        out[:] = NDArray(data, ctx)
-        return out
-    return NDArray(data, ctx)
+    return _result(data, ctx, out)
 
 
-def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None,
+           out=None):
     """Evenly spaced values in [start, stop), each repeated `repeat` times."""
     ctx = _ctx(ctx)
     with ctx.scope():
         data = ctx.xp.arange(start, stop, step, dtype=_dtype(dtype))
         if repeat > 1:
             data = ctx.xp.repeat(data, repeat)
-    return NDArray(data, ctx)
+    return _result(data, ctx, out)
 
 
-def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None, out=None):
     """`num` evenly spaced values from start to stop."""
     ctx = _ctx(ctx)
     with ctx.scope():
         data = ctx.xp.linspace(start, stop, num, endpoint=endpoint, dtype=_dtype(dtype))
-    return NDArray(data, ctx)
+    return _result(data, ctx, out)
 
 
-def eye(N, M=0, k=0, ctx=None, dtype=None):
+def eye(N, M=0, k=0, ctx=None, dtype=None, out=None):
     """A 2-D array with ones on the k-th diagonal."""
     ctx = _ctx(ctx)
     with ctx.scope():
         data = ctx.xp.eye(N, M or None, k, dtype=_dtype(dtype))
-    return NDArray(data, ctx)
+    return _result(data, ctx, out)
 
 
 def waitall():

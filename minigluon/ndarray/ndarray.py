@@ -10,9 +10,17 @@ import numpy as np
 from .. import autograd
 from ..base import AutogradError, MXNetError, ShapeError
 from ..context import Context, current_context
-from . import operator_methods, registry
+from . import mxnet_format, operator_methods, registry
 
 _NUMERIC = (int, float, bool, np.generic)
+py_slice = slice   # Python's slice, under the name MXNet code uses where nd.slice shadows it
+
+# MXNet's storage-type ids (graph attributes and file headers carry the number); minigluon
+# stores every array densely, so only 'default' is ever produced here. The underscored
+# names are MXNet's, which its tests import; minigluon's own modules use the public ones.
+STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
+STORAGE_TYPE_ID_TO_STR = {v: k for k, v in STORAGE_TYPE_STR_TO_ID.items()}
+_STORAGE_TYPE_STR_TO_ID, _STORAGE_TYPE_ID_TO_STR = STORAGE_TYPE_STR_TO_ID, STORAGE_TYPE_ID_TO_STR
 _np_class = None   # mx.np.ndarray, registered by mx.np (which sits above ndarray) at import
 
 
@@ -142,8 +150,29 @@ class NDArray:
 
     wait_to_write = wait_to_read
 
+    def to_dlpack_for_read(self):
+        """A DLPack capsule sharing this array's memory, for another framework to read."""
+        self.wait_to_read()
+        return self._data.__dlpack__()
+
+    def to_dlpack_for_write(self):
+        """A DLPack capsule sharing this array's memory, for another framework to write."""
+        self.wait_to_write()
+        return self._data.__dlpack__()
+
     def tolist(self):
         return self.asnumpy().tolist()
+
+    # NDArray opts out of NumPy's ufuncs (__array_ufunc__ = None, so numpy defers to our
+    # operators), which NumPy's np.all / np.any would use; they call these methods instead,
+    # and give NumPy's answer on the data as MXNet's NDArray does.
+    def all(self, axis=None, out=None, keepdims=False, **kwargs):
+        """NumPy's `all` of the data (what `np.all(x)` returns)."""
+        return np.all(self.asnumpy(), axis=axis, out=out, keepdims=keepdims, **kwargs)
+
+    def any(self, axis=None, out=None, keepdims=False, **kwargs):
+        """NumPy's `any` of the data (what `np.any(x)` returns)."""
+        return np.any(self.asnumpy(), axis=axis, out=out, keepdims=keepdims, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
         arr = self.asnumpy()
@@ -191,8 +220,29 @@ class NDArray:
             kwargs["shape"] = shape
         return _call("reshape", self, **kwargs)
 
-    def reshape_like(self, other):
-        return _call("reshape", self, shape=other.shape)
+    def reshape_like(self, *args, **kwargs):
+        """Reshape to the shape of `rhs` (by position or as `rhs=`), as nd.reshape_like."""
+        return _call("reshape_like", self, *args, **kwargs)
+
+    def flatten(self, inplace=False):
+        """(N, d1, d2, ...) -> (N, d1*d2*...); `inplace=True` gives a view sharing the data."""
+        return self._shaped("flatten", inplace)
+
+    def squeeze(self, axis=None, inplace=False):
+        """Drop axes of size 1 (those in `axis` when given); `inplace=True` gives a view."""
+        return self._shaped("squeeze", inplace, axis=axis)
+
+    def expand_dims(self, axis, inplace=False):
+        """Insert an axis of size 1 at `axis`; `inplace=True` gives a view."""
+        return self._shaped("expand_dims", inplace, axis=axis)
+
+    def _shaped(self, name, inplace, **attrs):
+        """The shape op `name` as MXNet's methods give it: a new buffer (an operator's
+        result), or with `inplace` a view that sees later writes to this array."""
+        out = _call(name, self, **attrs)
+        if not inplace:
+            out._data = out._data.copy()    # a reshape's backward needs no output values
+        return out
 
     def zeros_like(self):
         return type(self)(self._ctx.xp.zeros_like(self._data), self._ctx)
@@ -205,6 +255,12 @@ class NDArray:
         return _call("_getitem", self, key=raw_index(key, self._ctx))
 
     def __setitem__(self, key, value):
+        if autograd.is_recording() and (autograd.needs_grad(self) or (
+                isinstance(value, NDArray) and autograd.needs_grad(value))):
+            raise AutogradError(
+                f"x[{key!r}] = value: Inplace operations (+=, -=, x[:]=, etc) are not supported "
+                "when recording with autograd on an array, or from a value, that needs a "
+                "gradient; build the result out of place (e.g. with nd.where or concat) instead")
         key = raw_index(key, self._ctx)
         if isinstance(value, NDArray):
             value = value.as_in_context(self._ctx)._data
@@ -218,6 +274,29 @@ class NDArray:
             shape = getattr(value, "shape", ())
             raise ShapeError(f"__setitem__: cannot assign a value of shape {tuple(shape)} to "
                              f"index {key!r} of an array of shape {self.shape}: {err}") from None
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether `x[slc_key]` of a C-contiguous array of `shape` is itself C-contiguous,
+        for a key of ints and slices (NumPy's flag rule: axes of length 1 never matter)."""
+        slc_key = slc_key if isinstance(slc_key, tuple) else (slc_key,)
+        lengths, strides, step_stride = [], [], 1
+        for dim in reversed(range(len(shape))):
+            part = slc_key[dim] if dim < len(slc_key) else slice(None)
+            if isinstance(part, slice):
+                start, stop, step = part.indices(shape[dim])
+                lengths.append(len(range(start, stop, step)))
+                strides.append(step * step_stride)
+            step_stride *= shape[dim]
+        if 0 in lengths:
+            return True
+        expected = 1
+        for length, stride in zip(lengths, strides):
+            if length != 1:
+                if stride != expected:
+                    return False
+                expected *= length
+        return True
 
     def __len__(self):
         if self.ndim == 0:
@@ -250,6 +329,9 @@ class NDArray:
         return {"data": self.asnumpy(), "ctx": (self._ctx.device_type, self._ctx.device_id)}
 
     def __setstate__(self, state):
+        if "handle" in state:    # an MXNet NDArray's state: its binary record, loaded on cpu
+            NDArray.__init__(self, mxnet_format.read_handle(bytes(state["handle"])), Context("cpu", 0))
+            return
         ctx = Context(*state["ctx"])
         NDArray.__init__(self, ctx.xp.asarray(state["data"]), ctx)
 

@@ -1,5 +1,9 @@
 """Element-wise operators: unary math, broadcasting binary arithmetic, comparisons,
-activations, clip, where and casts. Each op's forward and backward sit side by side."""
+activations, clip, where and casts. Each op's forward and backward sit side by side.
+
+Gradient formulas are written for the array module `xp` with Python operators and `xp.*`
+calls only, so one formula serves both the fast NumPy backward and, through
+`registry.Backward`, the recorded backward of `autograd.grad(create_graph=True)`."""
 import math
 
 import numpy as np
@@ -7,7 +11,7 @@ import numpy as np
 import minigluon_ext as ext
 
 from ..base import DTypeError, ShapeError
-from .registry import check_same_dtype, register
+from .registry import Backward, check_same_dtype, register
 
 _SCALARS = (int, float, bool, np.generic)
 # relu of big host arrays uses minigluon_ext's threaded kernels (tests turn this off)
@@ -20,18 +24,32 @@ def _is_array(x):
 
 
 # ---- unary ------------------------------------------------------------------------------
-def _unary(name, forward, grad=None, aliases=()):
-    """Register `name`: y = forward(xp, x); dx = grad(xp, x, y, dy). Keeps x's dtype."""
+def register_unary(name, forward, grad=None, aliases=()):
+    """Register `name`: y = forward(xp, x); dx = grad(xp, x, y, dy). Keeps x's dtype.
+
+    `grad` uses only Python operators and `xp.*` calls on x, y and dy, so that
+    `autograd.grad(create_graph=True)` can record it (see `registry.Backward`).
+    """
     def op(xp, data):
+        if not hasattr(data, "dtype"):
+            raise DTypeError(f"{name}: data must be an NDArray, got {type(data).__name__} "
+                             f"{data!r}; convert it with mx.nd.array(...) first")
         out = forward(xp, data)
         if out.dtype != data.dtype:
             out = out.astype(data.dtype)
         if grad is None:
             return out, None
-        return out, lambda dy: (grad(xp, data, out, dy),)
+        return out, Backward(_unary_grads, xp, grad, data, out)
     op.__name__ = name
     op.__doc__ = f"Element-wise {name}."
     register(name, aliases=aliases)(op)
+
+
+_unary = register_unary
+
+
+def _unary_grads(xp, grad, x, y, dy):
+    return (grad(xp, x, y, dy),)
 
 
 def _sigmoid(xp, x):
@@ -52,6 +70,8 @@ _unary("negative", lambda xp, x: -x, lambda xp, x, y, dy: -dy)
 _unary("reciprocal", lambda xp, x: 1 / x, lambda xp, x, y, dy: -dy * y * y)
 _unary("abs", lambda xp, x: xp.abs(x), lambda xp, x, y, dy: dy * xp.sign(x))
 _unary("sign", lambda xp, x: xp.sign(x), lambda xp, x, y, dy: dy * 0)
+# NumPy's vectorised float32 exp may be 1 ulp from the correctly rounded value MXNet's expf
+# gives (exp(1) = 2.718282, not 2.7182817); going through float64 would cost 2.5-4x
 _unary("exp", lambda xp, x: xp.exp(x), lambda xp, x, y, dy: dy * y)
 _unary("expm1", lambda xp, x: xp.expm1(x), lambda xp, x, y, dy: dy * (y + 1))
 _unary("log", lambda xp, x: xp.log(x), lambda xp, x, y, dy: dy / x)
@@ -108,7 +128,7 @@ _unary("ones_like", lambda xp, x: xp.ones_like(x))
 @register("identity", aliases=("_copy", "copy"))
 def identity(xp, data):
     """A copy of the input; gradients pass through unchanged."""
-    return data.copy(), lambda dy: (dy,)
+    return data.copy(), Backward(lambda m, dy: (dy,), xp)
 
 
 @register("BlockGrad", aliases=("stop_gradient",))
@@ -121,7 +141,7 @@ def block_grad(xp, data):
 def cast(xp, data, dtype):
     """The input converted to `dtype`; the gradient is converted back."""
     out = data.astype(np.dtype(dtype))
-    return out, lambda dy: (dy.astype(data.dtype),)
+    return out, Backward(lambda m, x, dy: (dy.astype(x.dtype),), xp, data)
 
 
 # ---- binary, with NumPy broadcasting and scalar operands --------------------------------
@@ -153,14 +173,16 @@ def _binary(name, forward, grad_lhs=None, grad_rhs=None, aliases=()):
         if grad_lhs is None:
             return out, None
 
-        def backward(dy):
-            gl = grad_lhs(xp, lhs, rhs, out, dy) if _is_array(lhs) else None
-            gr = grad_rhs(xp, lhs, rhs, out, dy) if _is_array(rhs) else None
-            return gl, gr
-        return out, backward
+        return out, Backward(_binary_grads, xp, lhs, rhs, out, grad_lhs, grad_rhs)
     op.__name__ = name
     op.__doc__ = f"Element-wise {name} with broadcasting; either side may be a scalar."
     register(name, inputs=("lhs", "rhs"), aliases=aliases)(op)
+
+
+def _binary_grads(xp, lhs, rhs, out, grad_lhs, grad_rhs, dy):
+    gl = grad_lhs(xp, lhs, rhs, out, dy) if _is_array(lhs) else None
+    gr = grad_rhs(xp, lhs, rhs, out, dy) if _is_array(rhs) else None
+    return gl, gr
 
 
 def _pow_grad_rhs(xp, l, r, out, dy):
@@ -211,7 +233,7 @@ def add_n(xp, *args):
     out = args[0].copy()
     for a in args[1:]:
         out += a
-    return out, lambda dy: (dy,) * len(args)
+    return out, Backward(lambda m, dy: (dy,) * len(args), xp)
 
 
 # ---- activations and friends ------------------------------------------------------------
@@ -221,7 +243,9 @@ def clip(xp, data, a_min, a_max):
     if a_min > a_max:
         raise ShapeError(f"clip: a_min ({a_min}) must not exceed a_max ({a_max})")
     out = xp.clip(data, a_min, a_max)
-    return out, lambda dy: (dy * ((data >= a_min) & (data <= a_max)),)
+    # a constant mask of x's dtype: clip's second derivative is zero
+    inside = ((data >= a_min) & (data <= a_max)).astype(data.dtype)
+    return out, Backward(lambda m, inside, dy: (dy * inside,), xp, inside)
 
 
 @register("where", inputs=("condition", "x", "y"))
@@ -237,7 +261,12 @@ def where(xp, condition, x, y):
                              f"{x.shape} or be ({x.shape[0]},)")
         cond = cond.reshape((-1,) + (1,) * (x.ndim - 1))
     out = xp.where(cond, x, y)
-    return out, lambda dy: (None, dy * cond, dy * ~cond)
+    return out, Backward(_where_grads, xp, cond)
+
+
+def _where_grads(xp, cond, dy):
+    picked = dy * cond.astype(dy.dtype)
+    return None, picked, dy - picked
 
 
 def _leaky_forward(xp, data, act_type, slope, gamma):

@@ -11,7 +11,7 @@ import minigluon_ext as ext
 from .. import autograd
 from ..base import ShapeError
 from .random import generator
-from .registry import register
+from .registry import Backward, register
 
 # BatchNorm of host arrays uses minigluon_ext's kernels (tests turn this off to compare)
 _HOST_KERNELS = True
@@ -39,13 +39,16 @@ def fully_connected(xp, data, weight, bias=None, num_hidden=None, no_bias=False,
         out += bias
     out_shape = (data.shape[0], weight.shape[0]) if flatten else \
         data.shape[:-1] + (weight.shape[0],)
+    return out.reshape(out_shape), Backward(_fc_grads, xp, data, weight, flatten, use_bias)
 
-    def backward(dy, need=(True, True, True)):
-        d2 = dy.reshape(x.shape[0], -1)
-        dx = (d2 @ weight).reshape(data.shape) if need[0] else None
-        dw = d2.T @ x if need[1] else None
-        return dx, dw, (d2.sum(axis=0) if use_bias and need[2] else None)
-    return out.reshape(out_shape), backward
+
+def _fc_grads(xp, data, weight, flatten, use_bias, dy, need=(True, True, True)):
+    # written with xp.matmul and array methods so that create_graph can record it
+    x = data.reshape(data.shape[0], -1) if flatten else data.reshape(-1, data.shape[-1])
+    d2 = dy.reshape(x.shape[0], -1)
+    dx = xp.matmul(d2, weight).reshape(data.shape) if need[0] else None
+    dw = xp.matmul(d2.T, x) if need[1] else None
+    return dx, dw, (d2.sum(axis=0) if use_bias and need[2] else None)
 
 
 @register("Dropout")
@@ -58,11 +61,11 @@ def dropout(xp, data, p=0.5, mode="training", axes=(), cudnn_off=False):
         raise ShapeError(f"Dropout: p must be in [0, 1), got {p}")
     active = mode == "always" or autograd.is_training()
     if not active or p == 0:
-        return data.copy(), lambda dy: (dy,)
+        return data.copy(), Backward(lambda m, dy: (dy,), xp)
     shape = tuple(1 if i in tuple(axes) else n for i, n in enumerate(data.shape))
     keep = generator(xp).uniform(0, 1, shape, data.dtype) >= p
     mask = keep.astype(data.dtype) / data.dtype.type(1 - p)
-    return data * mask, lambda dy: (dy * mask,)
+    return data * mask, Backward(lambda m, mask, dy: (dy * mask,), xp, mask)
 
 
 @register("Embedding", inputs=("data", "weight"))

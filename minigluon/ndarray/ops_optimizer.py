@@ -1,226 +1,146 @@
-"""Fused optimizer operators with MXNet 1.x names: `nd.sgd_update`, `nd.adam_update`, ...
+"""MXNet's fused optimizer updates (`nd.sgd_update`, `nd.adam_update`, ...): one call per
+weight that returns the new weight (pass `out=weight` to update it in place, as MXNet's
+optimizers do) and updates its state arrays (momentum, moments, ...) in place. The formulas
+are those of MXNet's operator documentation; they have no gradient.
 
-Each operator takes the weight, the gradient and the rule's state arrays, updates the state
-arrays in place and returns the new weight; `out=weight` writes it back into the weight,
-which is how MXNet's optimizers call them. They have no gradient. Hyperparameters keep
-MXNet's names and defaults; a negative `clip_gradient` (the default, -1) turns clipping off.
-
-The `*_step` functions are the same rules on raw arrays of the array module `xp`; the
-optimizers in `minigluon.optimizer` call them so that each formula is written once.
-
->>> mom = mx.nd.zeros(w.shape)
->>> mx.nd.sgd_mom_update(w, g, mom, lr=0.1, momentum=0.9, out=w)   # w and mom change
-
-Out of scope: sparse (row_sparse) weights and gradients, so `lazy_update` changes nothing.
-"""
-from ..base import MXNetError
+Every op first forms the effective gradient g = clip(rescale_grad * grad, clip_gradient)
++ wd * weight (clip_gradient < 0: no clipping)."""
+from ..base import ShapeError
 from .registry import register
 
-__all__ = ["clip_grad", "sgd_step", "sgd_mom_step", "nag_mom_step", "signsgd_step",
-           "signum_step", "ftml_step", "adam_step", "rmsprop_step", "rmspropalex_step",
-           "ftrl_step"]
 
-
-def clip_grad(xp, grad, rescale_grad, clip_gradient):
-    """A new array `rescale_grad * grad`, clipped to +-clip_gradient when it is >= 0."""
-    g = grad * rescale_grad
+def _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd):
+    g = rescale_grad * grad
     if clip_gradient is not None and clip_gradient >= 0:
-        xp.clip(g, -clip_gradient, clip_gradient, out=g)
-    return g
+        g = xp.clip(g, -clip_gradient, clip_gradient)
+    return g + wd * weight
 
 
-def _check_lr(op, lr):
-    if lr is None:
-        raise MXNetError(f"{op}: lr is required; pass lr=<learning rate>")
-
-
-# ---- the rules on raw arrays (each updates weight and state in place) -----------------
-def sgd_step(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0):
-    """weight = (1 - lr * wd) * weight - lr * clip(rescale_grad * grad)."""
-    g = clip_grad(xp, grad, rescale_grad, clip_gradient)
-    weight *= 1.0 - lr * wd
-    weight -= lr * g
-
-
-def sgd_mom_step(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
-                 clip_gradient=-1.0):
-    """mom = momentum * mom - lr * (wd * weight + g); weight += mom."""
-    g = clip_grad(xp, grad, rescale_grad, clip_gradient)
-    mom *= momentum
-    mom -= lr * (g + wd * weight)
-    weight += mom
-
-
-def nag_mom_step(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
-                 clip_gradient=-1.0):
-    """Nesterov: mom = momentum * mom - lr * (g + wd * w); w += momentum * mom - lr * (g + wd * w)."""
-    g = clip_grad(xp, grad, rescale_grad, clip_gradient)
-    g += wd * weight
-    mom *= momentum
-    mom -= lr * g
-    weight += momentum * mom - lr * g
-
-
-def signsgd_step(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0,
-                 wd_lh=0.0):
-    """weight = (1 - lr * (wd + wd_lh)) * weight - lr * sign(grad)."""
-    weight *= 1.0 - lr * (wd + wd_lh)
-    weight -= lr * xp.sign(grad)
-
-
-def signum_step(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
-                clip_gradient=-1.0, wd_lh=0.0):
-    """mom = momentum * mom - (1 - momentum) * (wd * w + g); w = (1 - lr * wd_lh) * w + lr * sign(mom)."""
-    g = clip_grad(xp, grad, rescale_grad, clip_gradient)
-    mom *= momentum
-    mom -= (1.0 - momentum) * (g + wd * weight)
-    weight *= 1.0 - lr * wd_lh
-    weight += lr * xp.sign(mom)
-
-
-def ftml_step(xp, weight, grad, d, v, z, lr, t, beta1=0.6, beta2=0.999, epsilon=1e-8,
-              wd=0.0, rescale_grad=1.0, clip_grad=-1.0):
-    """FTML at step t (from 1): v, d, z updated; weight = -z / d."""
-    g = grad * rescale_grad + wd * weight
-    if clip_grad is not None and clip_grad >= 0:
-        xp.clip(g, -clip_grad, clip_grad, out=g)
-    v *= beta2
-    v += (1.0 - beta2) * g * g
-    d_new = (1.0 - beta1 ** t) / lr * (xp.sqrt(v / (1.0 - beta2 ** t)) + epsilon)
-    z *= beta1
-    z += (1.0 - beta1) * g - (d_new - beta1 * d) * weight
-    d[...] = d_new
-    weight[...] = -z / d
-
-
-def adam_step(xp, weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8,
-              wd=0.0, rescale_grad=1.0, clip_gradient=-1.0):
-    """g = clip(rescale_grad * grad + wd * w); moments updated; w -= lr * mean / (sqrt(var) + eps).
-    No bias correction: MXNet's Adam folds it into lr."""
-    g = grad * rescale_grad + wd * weight
-    if clip_gradient is not None and clip_gradient >= 0:
-        xp.clip(g, -clip_gradient, clip_gradient, out=g)
-    mean *= beta1
-    mean += (1.0 - beta1) * g
-    var *= beta2
-    var += (1.0 - beta2) * g * g
-    weight -= lr * mean / (xp.sqrt(var) + epsilon)
-
-
-def _clip_weights(xp, weight, clip_weights):
-    if clip_weights is not None and clip_weights >= 0:
-        xp.clip(weight, -clip_weights, clip_weights, out=weight)
-
-
-def rmsprop_step(xp, weight, grad, n, lr, gamma1=0.95, epsilon=1e-8, wd=0.0, rescale_grad=1.0,
-                 clip_gradient=-1.0, clip_weights=-1.0):
-    """n = (1 - gamma1) * g**2 + gamma1 * n; w -= lr * g / sqrt(n + epsilon)."""
-    g = grad * rescale_grad + wd * weight
-    if clip_gradient is not None and clip_gradient >= 0:
-        xp.clip(g, -clip_gradient, clip_gradient, out=g)
-    n *= gamma1
-    n += (1.0 - gamma1) * g * g
-    weight -= lr * g / xp.sqrt(n + epsilon)
-    _clip_weights(xp, weight, clip_weights)
-
-
-def rmspropalex_step(xp, weight, grad, n, gbar, delta, lr, gamma1=0.95, gamma2=0.9,
-                     epsilon=1e-8, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0,
-                     clip_weights=-1.0):
-    """Centered RMSProp (Graves): delta = gamma2 * delta - lr * g / sqrt(n - gbar**2 + eps)."""
-    g = grad * rescale_grad + wd * weight
-    if clip_gradient is not None and clip_gradient >= 0:
-        xp.clip(g, -clip_gradient, clip_gradient, out=g)
-    n *= gamma1
-    n += (1.0 - gamma1) * g * g
-    gbar *= gamma1
-    gbar += (1.0 - gamma1) * g
-    delta *= gamma2
-    delta -= lr * g / xp.sqrt(n - gbar * gbar + epsilon)
-    weight += delta
-    _clip_weights(xp, weight, clip_weights)
-
-
-def ftrl_step(xp, weight, grad, z, n, lr, lamda1=0.01, beta=1.0, wd=0.0, rescale_grad=1.0,
-              clip_gradient=-1.0):
-    """FTRL-proximal: z, n updated; weight is 0 where |z| <= lamda1."""
-    g = clip_grad(xp, grad, rescale_grad, clip_gradient)
-    z += g - (xp.sqrt(n + g * g) - xp.sqrt(n)) * weight / lr
-    n += g * g
-    shrunk = (xp.sign(z) * lamda1 - z) / ((beta + xp.sqrt(n)) / lr + wd)
-    weight[...] = xp.where(xp.abs(z) > lamda1, shrunk, 0)
-
-
-# ---- the registered operators: the new weight, state arrays changed in place ----------
-def _fused(step, name, n_state, mp=False):
-    """Register `name`: copy the weight, run `step` on the copy (and the state arrays),
-    return the copy. With `mp`, the last input is a float32 master weight that the step
-    runs on; the result is the master cast to the weight's dtype."""
-    def op(xp, weight, grad, *rest, lr=None, lazy_update=True, **attrs):
-        _check_lr(name, lr)
-        states, master = (rest[:-1], rest[-1]) if mp else (rest, None)
-        given = [s for s in states if s is not None]
-        if len(given) != n_state or (mp and master is None):
-            raise MXNetError(f"{name}: expected {n_state} state arrays"
-                             f"{' and a float32 weight32' if mp else ''}, got {len(given)}; "
-                             "pass them after weight and grad")
-        if master is None:
-            new = weight.copy()
-            step(xp, new, grad, *states, float(lr), **attrs)
-            return new, None
-        step(xp, master, grad.astype(master.dtype), *states, float(lr), **attrs)
-        return master.astype(weight.dtype), None
-    op.__doc__ = f"MXNet's {name}: {step.__doc__}"
-    return op
-
-
-for _name, _step, _states, _mp, _names in [
-        ("sgd_update", sgd_step, 0, False, ()),
-        ("sgd_mom_update", sgd_mom_step, 1, False, ("mom",)),
-        ("mp_sgd_update", sgd_step, 0, True, ("weight32",)),
-        ("mp_sgd_mom_update", sgd_mom_step, 1, True, ("mom", "weight32")),
-        ("nag_mom_update", nag_mom_step, 1, False, ("mom",)),
-        ("mp_nag_mom_update", nag_mom_step, 1, True, ("mom", "weight32")),
-        ("signsgd_update", signsgd_step, 0, False, ()),
-        ("signum_update", signum_step, 1, False, ("mom",)),
-        ("ftml_update", ftml_step, 3, False, ("d", "v", "z")),
-        ("adam_update", adam_step, 2, False, ("mean", "var")),
-        ("rmsprop_update", rmsprop_step, 1, False, ("n",)),
-        ("rmspropalex_update", rmspropalex_step, 3, False, ("n", "g", "delta")),
-        ("ftrl_update", ftrl_step, 2, False, ("z", "n"))]:
-    register(_name, inputs=("weight", "grad") + _names)(_fused(_step, _name, _states, _mp))
-
-
-# ---- multi-tensor forms and reset_arrays ------------------------------------------------
-def _multi(step, name, group, n_state, mp):
-    """Register `name`: inputs are `group` arrays per weight (weight, grad, states...,
-    [weight32]) for `num_weights` weights, with per-weight `lrs` and `wds`."""
-    one = _fused(step, name, n_state, mp)
-
-    def op(xp, *arrays, lrs=None, wds=None, num_weights=1, **attrs):
-        if lrs is None or wds is None or len(arrays) != group * num_weights or \
-                len(lrs) != num_weights or len(wds) != num_weights:
-            raise MXNetError(f"{name}: expected {group} arrays per weight and one lr and wd "
-                             f"each for num_weights={num_weights}; got {len(arrays)} arrays, "
-                             f"lrs={lrs!r}, wds={wds!r}")
-        outs = tuple(one(xp, *arrays[i * group:(i + 1) * group], lr=lrs[i], wd=wds[i],
-                         **attrs)[0] for i in range(num_weights))
-        return outs, None
-    op.__doc__ = f"MXNet's {name}: {step.__doc__} (for num_weights weights at once)"
-    register(name, variadic=True)(op)
-
-
-_multi(sgd_step, "multi_sgd_update", 2, 0, False)
-_multi(sgd_mom_step, "multi_sgd_mom_update", 3, 1, False)
-_multi(sgd_step, "multi_mp_sgd_update", 3, 0, True)
-_multi(sgd_mom_step, "multi_mp_sgd_mom_update", 4, 1, True)
-
-
-@register("reset_arrays", variadic=True)
-def reset_arrays(xp, *arrays, num_arrays=None):
-    """MXNet's reset_arrays: set every input array to zero, in place; returns nothing."""
-    if num_arrays is not None and num_arrays != len(arrays):
-        raise MXNetError(f"reset_arrays: num_arrays={num_arrays} but {len(arrays)} arrays given")
+def _check(name, weight, *arrays):
     for a in arrays:
-        a[...] = 0
-    return (), None
+        if a.shape != weight.shape:
+            raise ShapeError(f"{name}: every input must have the weight's shape {weight.shape}, "
+                             f"got {a.shape}")
+
+
+def _clip_weights(xp, w, clip_weights):
+    return xp.clip(w, -clip_weights, clip_weights) if clip_weights > 0 else w
+
+
+@register("sgd_update", inputs=("weight", "grad"))
+def sgd_update(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0,
+               lazy_update=True):
+    """weight - lr * g."""
+    _check("sgd_update", weight, grad)
+    return weight - lr * _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd), None
+
+
+@register("sgd_mom_update", inputs=("weight", "grad", "mom"))
+def sgd_mom_update(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
+                   clip_gradient=-1.0, lazy_update=True):
+    """mom = momentum * mom - lr * g (in place); returns weight + mom."""
+    _check("sgd_mom_update", weight, grad, mom)
+    g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
+    mom[...] = momentum * mom - lr * g
+    return weight + mom, None
+
+
+@register("nag_mom_update", inputs=("weight", "grad", "mom"))
+def nag_mom_update(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
+                   clip_gradient=-1.0):
+    """Nesterov momentum: mom = momentum * mom - lr * g (in place); returns
+    weight + momentum * mom - lr * g (the step taken from the look-ahead point)."""
+    _check("nag_mom_update", weight, grad, mom)
+    g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
+    mom[...] = momentum * mom - lr * g
+    return weight + momentum * mom - lr * g, None
+
+
+@register("signsgd_update", inputs=("weight", "grad"))
+def signsgd_update(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0):
+    """weight - lr * sign(g)."""
+    _check("signsgd_update", weight, grad)
+    g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
+    return weight - lr * xp.sign(g), None
+
+
+@register("signum_update", inputs=("weight", "grad", "mom"))
+def signum_update(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
+                  clip_gradient=-1.0, wd_lh=0.0):
+    """mom = momentum * mom + (1 - momentum) * g (in place); returns
+    (1 - lr * wd_lh) * weight - lr * sign(mom)."""
+    _check("signum_update", weight, grad, mom)
+    g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
+    mom[...] = momentum * mom + (1 - momentum) * g
+    return (1 - lr * wd_lh) * weight - lr * xp.sign(mom), None
+
+
+@register("adam_update", inputs=("weight", "grad", "mean", "var"))
+def adam_update(xp, weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8, wd=0.0,
+                rescale_grad=1.0, clip_gradient=-1.0, lazy_update=True):
+    """mean and var, the moving first and second moments of g, are updated in place;
+    returns weight - lr * mean / (sqrt(var) + epsilon) (no bias correction: the caller
+    folds it into lr, as MXNet's Adam does)."""
+    _check("adam_update", weight, grad, mean, var)
+    g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
+    mean[...] = beta1 * mean + (1 - beta1) * g
+    var[...] = beta2 * var + (1 - beta2) * g * g
+    return weight - lr * mean / (xp.sqrt(var) + epsilon), None
+
+
+@register("rmsprop_update", inputs=("weight", "grad", "n"))
+def rmsprop_update(xp, weight, grad, n, lr, gamma1=0.95, epsilon=1e-8, wd=0.0, rescale_grad=1.0,
+                   clip_gradient=-1.0, clip_weights=-1.0):
+    """n = gamma1 * n + (1 - gamma1) * g^2 (in place); returns
+    weight - lr * g / sqrt(n + epsilon), clipped to +-clip_weights when that is positive."""
+    _check("rmsprop_update", weight, grad, n)
+    g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
+    n[...] = gamma1 * n + (1 - gamma1) * g * g
+    return _clip_weights(xp, weight - lr * g / xp.sqrt(n + epsilon), clip_weights), None
+
+
+@register("rmspropalex_update", inputs=("weight", "grad", "n", "g", "delta"))
+def rmspropalex_update(xp, weight, grad, n, g, delta, lr, gamma1=0.95, gamma2=0.9,
+                       epsilon=1e-8, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0,
+                       clip_weights=-1.0):
+    """Graves' centered RMSProp: n and g, moving averages of grad^2 and grad, and the step
+    delta = gamma2 * delta - lr * grad / sqrt(n - g^2 + epsilon) are updated in place;
+    returns weight + delta (clipped as in rmsprop_update)."""
+    _check("rmspropalex_update", weight, grad, n, g, delta)
+    eg = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
+    n[...] = gamma1 * n + (1 - gamma1) * eg * eg
+    g[...] = gamma1 * g + (1 - gamma1) * eg
+    delta[...] = gamma2 * delta - lr * eg / xp.sqrt(n - g * g + epsilon)
+    return _clip_weights(xp, weight + delta, clip_weights), None
+
+
+@register("ftrl_update", inputs=("weight", "grad", "z", "n"))
+def ftrl_update(xp, weight, grad, z, n, lr, lamda1=0.01, beta=1.0, wd=0.0, rescale_grad=1.0,
+                clip_gradient=-1.0):
+    """Follow-the-regularized-leader: z and n are updated in place from the rescaled,
+    clipped gradient (wd enters the closed-form weight, not g); returns
+    (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, else 0."""
+    _check("ftrl_update", weight, grad, z, n)
+    g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, 0.0)
+    z[...] = z + g - (xp.sqrt(n + g * g) - xp.sqrt(n)) * weight / lr
+    n[...] = n + g * g
+    w = (xp.sign(z) * lamda1 - z) / ((beta + xp.sqrt(n)) / lr + wd)
+    return w * (xp.abs(z) > lamda1), None
+
+
+@register("ftml_update", inputs=("weight", "grad", "d", "v", "z"))
+def ftml_update(xp, weight, grad, d, v, z, lr, t, beta1=0.6, beta2=0.999, epsilon=1e-8, wd=0.0,
+                rescale_grad=1.0, clip_grad=-1.0):
+    """Follow the Moving Leader at step `t` (from 1): d, v and z are updated in place;
+    returns -z / d. Here clip_grad bounds the whole g, weight decay included."""
+    _check("ftml_update", weight, grad, d, v, z)
+    if t < 1:
+        raise ShapeError(f"ftml_update: t is the step number, starting at 1; got {t!r}")
+    g = _effective_grad(xp, weight, grad, rescale_grad, -1.0, wd)
+    if clip_grad >= 0:
+        g = xp.clip(g, -clip_grad, clip_grad)
+    v[...] = beta2 * v + (1 - beta2) * g * g
+    d_t = (1 - beta1 ** t) / lr * (xp.sqrt(v / (1 - beta2 ** t)) + epsilon)
+    z[...] = beta1 * z + (1 - beta1) * g - (d_t - beta1 * d) * weight
+    d[...] = d_t
+    return -z / d_t, None

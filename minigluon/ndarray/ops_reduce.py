@@ -3,7 +3,7 @@ log_softmax, and ordering ops (topk, sort, argsort)."""
 import numpy as np
 
 from ..base import ShapeError
-from .registry import register
+from .registry import Backward, register
 
 
 def norm_axis(name, axis, ndim, exclude=False):
@@ -37,13 +37,17 @@ def _expand(g, shape, axes):
     return g.reshape(kept)
 
 
-def _reducer(name, forward, grad, aliases=()):
+def _reducer(name, forward, grad, aliases=(), traceable=False):
+    """Register a reduction; `traceable`: `grad` uses only operators and `xp.*` calls that
+    are registered ops, so autograd.grad(create_graph=True) can record it."""
     def op(xp, data, axis=None, keepdims=False, exclude=False):
         axes = norm_axis(name, axis, data.ndim, exclude)
         out = forward(xp, data, axes)
         out = xp.asarray(out).astype(data.dtype, copy=False)
         result = out.reshape(tuple(1 if i in axes else n for i, n in enumerate(data.shape))) \
             if keepdims else _at_least_1d(out)
+        if traceable:
+            return result, Backward(_reduce_grad, xp, data, out, grad, axes)
 
         def backward(dy):
             return (grad(xp, data, _expand(out, data.shape, axes), _expand(dy, data.shape, axes),
@@ -52,6 +56,11 @@ def _reducer(name, forward, grad, aliases=()):
     op.__name__ = name
     op.__doc__ = f"{name} over `axis` (all axes when None); keepdims and exclude as in MXNet."
     register(name, aliases=aliases)(op)
+
+
+def _reduce_grad(xp, data, out, grad, axes, dy):
+    return (grad(xp, data, _expand(out, data.shape, axes), _expand(dy, data.shape, axes),
+                 axes),)
 
 
 def _count(shape, axes):
@@ -68,15 +77,21 @@ def _extreme_grad(xp, x, y, dy, axes):
 
 
 _reducer("sum", lambda xp, x, a: x.sum(axis=a), lambda xp, x, y, dy, a: dy + xp.zeros_like(x),
-         aliases=("sum_axis",))
+         aliases=("sum_axis",), traceable=True)
 _reducer("mean", lambda xp, x, a: x.mean(axis=a) if x.size else x.sum(axis=a),
-         lambda xp, x, y, dy, a: dy / max(_count(x.shape, a), 1) + xp.zeros_like(x))
-_reducer("max", lambda xp, x, a: x.max(axis=a), _extreme_grad, aliases=("max_axis",))
-_reducer("min", lambda xp, x, a: x.min(axis=a), _extreme_grad, aliases=("min_axis",))
+         lambda xp, x, y, dy, a: dy / max(_count(x.shape, a), 1) + xp.zeros_like(x),
+         traceable=True)
+_reducer("max", lambda xp, x, a: x.max(axis=a), _extreme_grad, aliases=("max_axis",),
+         traceable=True)
+_reducer("min", lambda xp, x, a: x.min(axis=a), _extreme_grad, aliases=("min_axis",),
+         traceable=True)
 _reducer("prod", lambda xp, x, a: x.prod(axis=a),
          lambda xp, x, y, dy, a: dy * _prod_except(xp, x, a))
 _reducer("nansum", lambda xp, x, a: xp.nansum(x, axis=a),
          lambda xp, x, y, dy, a: xp.where(xp.isnan(x), 0, dy))
+_reducer("nanprod", lambda xp, x, a: xp.nanprod(x, axis=a),
+         lambda xp, x, y, dy, a: xp.where(
+             xp.isnan(x), 0, dy * _prod_except(xp, xp.where(xp.isnan(x), 1, x), a)))
 
 
 def _prod_except(xp, x, axes):
@@ -133,6 +148,15 @@ _arg_reducer("argmax", lambda xp, x, a: xp.argmax(x, axis=a))
 _arg_reducer("argmin", lambda xp, x, a: xp.argmin(x, axis=a))
 
 
+@register("argmax_channel")
+def argmax_channel(xp, data):
+    """Index of the maximum along the last axis (the channels of each row), as float32."""
+    if data.ndim == 0 or data.shape[-1] == 0:
+        raise ShapeError(f"argmax_channel: needs a last axis of at least one element, got "
+                         f"shape {data.shape}")
+    return _at_least_1d(xp.asarray(xp.argmax(data, axis=-1)).astype(np.float32)), None
+
+
 def _softmax_core(xp, data, axis, temperature):
     z = data / temperature if temperature not in (None, 1, 1.0) else data
     z = z - z.max(axis=axis, keepdims=True)
@@ -150,6 +174,13 @@ def softmax(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
     def backward(dy):
         return ((dy - (dy * out).sum(axis=axis, keepdims=True)) * out / t,)
     return out, backward
+
+
+@register("softmin")
+def softmin(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
+    """softmax(-x) along `axis`: the smallest values get the largest weights."""
+    out, softmax_backward = softmax(xp, -data, axis, temperature)
+    return out, lambda dy: (-softmax_backward(dy)[0],)
 
 
 @register("log_softmax")

@@ -158,7 +158,59 @@ def split(xp, data, num_outputs, axis=1, squeeze_axis=False):
     return (tuple(parts) if len(parts) > 1 else parts[0]), backward
 
 
-def _slice_key(name, shape, begin, end, step):
+@register("split_v2")
+def split_v2(xp, data, indices_or_sections, axis=0, squeeze_axis=False):
+    """NumPy's split: `indices_or_sections` equal parts, or cuts before the given indices."""
+    ax = norm_axis("split_v2", axis, data.ndim)[0]
+    sections = indices_or_sections
+    if isinstance(sections, (int, np.integer)):
+        if sections <= 0 or data.shape[ax] % sections:
+            raise ShapeError(f"split_v2: axis {axis} of shape {data.shape} cannot be split into "
+                             f"{sections} equal parts; pass the cut indices instead")
+    else:
+        sections = [int(i) for i in sections]
+    parts = xp.split(data, sections, axis=ax)
+    if squeeze_axis:
+        if any(p.shape[ax] != 1 for p in parts):
+            raise ShapeError("split_v2: squeeze_axis needs parts of size 1 along the axis, got "
+                             f"sizes {[p.shape[ax] for p in parts]}")
+        parts = [p.squeeze(axis=ax) for p in parts]
+
+    def backward(*dys):
+        dys = [d.reshape(p.shape[:ax] + (1,) + p.shape[ax:]) if squeeze_axis else d
+               for d, p in zip(dys, parts)]
+        return (xp.concatenate(dys, axis=ax),)
+    return (tuple(parts) if len(parts) > 1 else parts[0]), backward
+
+
+@register("slice_like", inputs=("data", "shape_like"))
+def slice_like(xp, data, shape_like, axes=()):
+    """The leading part of `data` with `shape_like`'s size along `axes` (all axes when empty;
+    `shape_like` may have fewer dimensions than `data`)."""
+    axes = tuple(range(shape_like.ndim)) if not axes else norm_axis("slice_like", axes, data.ndim)
+    key = [slice(None)] * data.ndim
+    for a in axes:
+        if a >= shape_like.ndim or shape_like.shape[a] > data.shape[a]:
+            raise ShapeError(f"slice_like: cannot slice axis {a} of shape {data.shape} like "
+                             f"shape {shape_like.shape}")
+        key[a] = slice(0, shape_like.shape[a])
+    key = tuple(key)
+    return data[key].copy(), lambda dy: (_scatter_into(xp, data, key, dy), None)
+
+
+@register("shape_array")
+def shape_array(xp, data):
+    """The shape of `data` as a 1-D int64 array."""
+    return xp.asarray(data.shape, dtype=np.int64).reshape(data.ndim), None
+
+
+@register("size_array")
+def size_array(xp, data):
+    """The number of elements of `data` as an int64 array of shape (1,)."""
+    return xp.asarray([data.size], dtype=np.int64), None
+
+
+def slice_key(name, shape, begin, end, step):
     if len(begin) != len(end) or len(begin) > len(shape):
         raise ShapeError(f"{name}: begin {begin} and end {end} must have the same length, at "
                          f"most the number of dimensions of shape {shape}")
@@ -169,7 +221,7 @@ def _slice_key(name, shape, begin, end, step):
 @register("slice", aliases=("crop",))
 def slice_op(xp, data, begin, end, step=()):
     """data[begin:end:step] per dimension; None keeps a dimension's default."""
-    key = _slice_key("slice", data.shape, tuple(begin), tuple(end), tuple(step))
+    key = slice_key("slice", data.shape, tuple(begin), tuple(end), tuple(step))
     return data[key].copy(), lambda dy: (_scatter_into(xp, data, key, dy),)
 
 
@@ -338,7 +390,12 @@ def broadcast_axis(xp, data, axis=(), size=()):
 def broadcast_like(xp, lhs, rhs, lhs_axes=None, rhs_axes=None):
     """Broadcast `lhs` to the shape of `rhs`."""
     shape = rhs.shape
-    if lhs_axes is not None:
+    if lhs_axes is not None or rhs_axes is not None:
+        lhs_axes, rhs_axes = tuple(lhs_axes or ()), tuple(rhs_axes or ())
+        if not lhs_axes or len(lhs_axes) != len(rhs_axes):
+            raise ShapeError(f"broadcast_like: lhs_axes {lhs_axes} and rhs_axes {rhs_axes} "
+                             "must be non-empty and of the same length; leave both out to "
+                             "broadcast to the whole shape of rhs")
         shape = list(lhs.shape)
         for la, ra in zip(lhs_axes, rhs_axes):
             shape[la] = rhs.shape[ra]

@@ -36,6 +36,11 @@ class _Sampler:
     def permutation(self, n):
         return self.rng.permutation(n)
 
+    def sample(self, name, params, size, dtype):
+        """Another of NumPy's distributions by name (poisson, gamma, ...), in float64 and
+        then cast; CuPy's RandomState has the same names and parameters."""
+        return getattr(self.rng, name)(*params, size).astype(dtype, copy=False)
+
 
 def generator(xp):
     """The shared sampler for array module `xp`."""
@@ -108,6 +113,50 @@ def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Samples from the exponential distribution with the given scale."""
     return _draw(lambda g, p, s, d: (-p[0] * g.xp.log1p(-g.uniform(0, 1, s, "float64")))
                  .astype(d), (scale,), shape, dtype, ctx, out)
+
+
+def _positive(name, **params):
+    """Raise unless every scalar parameter is positive (NDArray parameters are the caller's)."""
+    for key, value in params.items():
+        if not isinstance(value, NDArray) and not value > 0:
+            raise ShapeError(f"{name}: {key} must be positive, got {value!r}")
+
+
+def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from the Poisson distribution of rate `lam` (as floats, MXNet's default)."""
+    _positive("poisson", lam=lam)
+    return _draw(lambda g, p, s, d: g.sample("poisson", p, s, d), (lam,), shape, dtype, ctx,
+                 out)
+
+
+def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from the gamma distribution of shape `alpha` and scale `beta`."""
+    _positive("gamma", alpha=alpha, beta=beta)
+    return _draw(lambda g, p, s, d: g.sample("gamma", p, s, d), (alpha, beta), shape, dtype,
+                 ctx, out)
+
+
+def negative_binomial(k=1, p=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Failures before the `k`-th success of trials succeeding with probability `p`."""
+    _positive("negative_binomial", k=k, p=p)
+    if not isinstance(p, NDArray) and p > 1:
+        raise ShapeError(f"negative_binomial: p is a probability in (0, 1], got {p!r}")
+    return _draw(lambda g, q, s, d: g.sample("negative_binomial", q, s, d), (k, p), shape,
+                 dtype, ctx, out)
+
+
+def generalized_negative_binomial(mu=1, alpha=1, shape=None, dtype=None, ctx=None, out=None,
+                                  **kwargs):
+    """Samples of mean `mu` and dispersion `alpha` (variance mu + alpha*mu^2): Poisson draws
+    whose rates are gamma(1/alpha, alpha*mu); alpha = 0 is Poisson(mu)."""
+    _positive("generalized_negative_binomial", mu=mu)
+
+    def draw(g, p, s, d):
+        mu_, alpha_ = p
+        rate = g.xp.where(g.xp.asarray(alpha_) > 0, g.sample(
+            "gamma", (1 / g.xp.maximum(alpha_, 1e-12), alpha_ * mu_), s, "float64"), mu_)
+        return g.sample("poisson", (g.xp.broadcast_to(rate, s),), s, d)
+    return _draw(draw, (mu, alpha), shape, dtype, ctx, out)
 
 
 def shuffle(data, **kwargs):

@@ -11,6 +11,10 @@ the right device, wraps the result and records a tape node when autograd is reco
 NDArray methods, `mx.nd.*` functions and (later) symbols all go through it. The registry
 sits below the array class that calls it: ndarray.py hands it that class once, at import,
 with `set_array_class`.
+
+Higher-order gradients: an op whose backward is a `Backward` (a formula written once for the
+array module) can also run that formula on recorded arrays, through `TracingXp`, so that
+`autograd.grad(..., create_graph=True)` records the backward pass itself.
 """
 import functools
 
@@ -125,7 +129,7 @@ def invoke(op, args, kwargs, out=None):
     # asarray: NumPy ufuncs turn 0-d arrays into scalars, which have no buffer to wrap
     outputs = [cls(ctx.xp.asarray(r), ctx) for r in (result if multi else (result,))]
     if backward is not None and autograd.is_recording():
-        _record(op, inputs, outputs, backward)
+        _record(op, inputs, outputs, backward, extra, attrs, result)
     if out is not None:
         return _write_out(op, outputs, out)
     return outputs if multi else outputs[0]
@@ -139,17 +143,85 @@ def _result_class(inputs, base):
     return base
 
 
-def _record(op, inputs, outputs, backward):
+def _record(op, inputs, outputs, backward, extra, attrs, result):
     arrays = [x if isinstance(x, _Array) else None for x in inputs]
     need = tuple(x is not None and autograd.needs_grad(x) for x in arrays)
     if not any(need):
         return
+    traced = _traced_backward if isinstance(backward, Backward) else None
     if op.takes_need:
         backward = functools.partial(backward, need=need)
     node = autograd.Node(op.name, backward, arrays,
-                         [(o.shape, o._data.dtype, o._ctx) for o in outputs])
+                         [(o.shape, o._data.dtype, o._ctx) for o in outputs], traced)
+    # the call as made (get_symbol replays it) and the op's raw results (a traced
+    # backward finds the outputs among its formula's arguments by identity)
+    node.call = (op, inputs, extra, attrs, result)
     for i, o in enumerate(outputs):
         o._node, o._out_index = node, i
+
+
+class Backward(functools.partial):
+    """An op's backward written once, as `formula(xp, *args, *out_grads)`, for either module.
+
+    Called with raw gradients it runs `formula` on the op's array module (the fast path of
+    every `backward()`; a `functools.partial`, so calling it costs no extra Python frame).
+    For `autograd.grad(create_graph=True)` the tape runs the same formula on recorded arrays
+    instead (see `_traced_backward`): `args` that are the op's inputs or outputs become those
+    arrays on the tape, every other array a constant, and `xp` becomes `TracingXp`, so the
+    backward pass is itself differentiable. A formula therefore computes what depends on the
+    inputs (reshapes, products) inside itself, from `args`.
+
+    Example, for y = sin(x): ``return out, Backward(lambda xp, x, dy: (dy * xp.cos(x),), xp, x)``
+    """
+
+    __slots__ = ()
+
+
+class TracingXp:
+    """The array module of a traced backward: `xp.cos(x)` runs the registered op `cos` on
+    arrays, recorded like any other call."""
+
+    _NAMES = {"matmul": "dot"}   # NumPy's spelling -> the registered op
+
+    def __getattr__(self, name):
+        op = get(self._NAMES.get(name, name))
+        return lambda *args, **kwargs: invoke(op, args, kwargs)
+
+    def where(self, condition, x, y):
+        """NumPy's where, scalars included (the `where` op takes two arrays)."""
+        like = next(a for a in (x, y, condition) if isinstance(a, _Array))
+        x, y = [a if isinstance(a, _Array) else like.zeros_like() + a for a in (x, y)]
+        return invoke(get("where"), (condition, x, y), {})
+
+
+_TRACING_XP = TracingXp()
+
+
+def _traced_backward(node, *out_grads):
+    """Run the node's `Backward` formula on the tape: the gradients are recorded arrays."""
+    # a Backward, or for takes_need ops partial(Backward, need=...), which Python may have
+    # flattened into one partial of the formula
+    backward, kwargs = node.backward, dict(node.backward.keywords)
+    if isinstance(backward.func, functools.partial):
+        backward = backward.func
+    result = node.call[4]
+    cls, ctx = type(out_grads[0]), out_grads[0]._ctx
+    swap = {id(x._data): x for x in node.inputs if x is not None}
+    for i, raw in enumerate(result if isinstance(result, tuple) else (result,)):
+        handle = cls(ctx.xp.asarray(raw), ctx)
+        handle._node, handle._out_index = node, i
+        swap[id(raw)] = handle
+    args = [_on_tape(a, swap, cls, ctx) for a in backward.args[1:]]   # args[0] is xp
+    return backward.func(_TRACING_XP, *args, *out_grads, **kwargs)
+
+
+def _on_tape(arg, swap, cls, ctx):
+    """A formula argument for the traced run: the op's input or output array on the tape, a
+    constant array for any other buffer, and anything else (scalars, axes, flags) as is."""
+    if id(arg) in swap:
+        return swap[id(arg)]
+    is_buffer = hasattr(arg, "shape") and hasattr(arg, "dtype") and not is_scalar(arg)
+    return cls(arg, ctx) if is_buffer and not isinstance(arg, _Array) else arg
 
 
 def _write_out(op, outputs, out):

@@ -20,14 +20,14 @@ import numpy as np
 
 from ..base import MXNetError
 from ..context import cpu
+from . import mxnet_format
+from .mxnet_format import FormatError  # noqa: F401  (raised here too; mx.nd's error for files)
 from .ndarray import NDArray
 
 MAGIC = b"MGNDARR\0"
 VERSION = 1
 
 
-class FormatError(MXNetError, ValueError):
-    """A file or buffer that is not a valid minigluon array file."""
 
 
 def _entries(data):
@@ -91,10 +91,12 @@ class _Reader:
 
 def load_frombuffer(buf, source="buffer"):
     """Read arrays saved by `save_to_bytes`; returns a list or a dict of NDArrays on cpu."""
+    if mxnet_format.is_mxnet_file(buf):
+        return _from_mxnet(mxnet_format.read_file(buf, source))
     r = _Reader(buf, source)
     if bytes(r.take(len(MAGIC), "the header")) != MAGIC:
-        raise FormatError(f"{source}: not a minigluon array file (bad magic); it must be "
-                          "written by mx.nd.save")
+        raise FormatError(f"{source}: not an array file (bad magic); it must be written by "
+                          "mx.nd.save of minigluon or of MXNet")
     version, kind, count = r.unpack("<IIQ", "the header")
     if version != VERSION or kind not in (0, 1):
         raise FormatError(f"{source}: unsupported version {version} or kind {kind}")
@@ -104,6 +106,13 @@ def load_frombuffer(buf, source="buffer"):
     if kind == 1:
         return {name: arr for name, arr in items}
     return [arr for _, arr in items]
+
+
+def _from_mxnet(arrays):
+    """The NumPy arrays of an MXNet file as NDArrays on cpu, in a list or a dict."""
+    if isinstance(arrays, dict):
+        return {name: NDArray(a, cpu()) for name, a in arrays.items()}
+    return [NDArray(a, cpu()) for a in arrays]
 
 
 def _read_entry(r):

@@ -1,7 +1,7 @@
 """FTML (MXNet's `FTML`): follow the moving leader."""
 import math
 
-from ..ndarray.ops_optimizer import ftml_step
+from ..ndarray.ops_optimizer_mp import ftml_step
 from .optimizer import Optimizer, check_range, register
 
 __all__ = ["FTML"]

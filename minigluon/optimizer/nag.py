@@ -1,5 +1,5 @@
 """Nesterov accelerated gradient (MXNet's NAG, `nag_mom_update`)."""
-from ..ndarray.ops_optimizer import nag_mom_step, sgd_step
+from ..ndarray.ops_optimizer_mp import nag_mom_step, sgd_step
 from .optimizer import Optimizer, check_range, register
 
 __all__ = ["NAG"]

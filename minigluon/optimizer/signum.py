@@ -1,5 +1,5 @@
 """Signum and signSGD (MXNet's `signum_update` / `signsgd_update`)."""
-from ..ndarray.ops_optimizer import signsgd_step, signum_step
+from ..ndarray.ops_optimizer_mp import signsgd_step, signum_step
 from .optimizer import Optimizer, check_range, register
 
 __all__ = ["Signum"]

@@ -15,7 +15,7 @@ from ..base import MXNetError
 from ..context import cpu
 from ..ndarray import NDArray
 
-__all__ = ["Updater", "get_updater"]
+__all__ = ["Updater", "get_updater", "STATE_CLASSES"]
 
 _FORMAT = "minigluon.optimizer.Updater/1"
 
@@ -33,6 +33,11 @@ class _HostArray:
 
     def __setstate__(self, data):
         self.data = data
+
+
+# The classes of this module that get_states() pickles (besides the optimizer's own and
+# NumPy's): a restricted unpickler of states (kvstore/safe_pickle.py) must allow them.
+STATE_CLASSES = (_HostArray,)
 
 
 class Updater:

@@ -15,10 +15,10 @@ import json
 import numpy as np
 
 from ..base import MXNetError
+from ..name import NameManager
 from ..ndarray import operator_methods, registry
 from . import implicit
 
-_counters = {}
 _node_seq = itertools.count()
 _np_class = None   # mx.np's symbol class, registered by mx.np (which sits above symbol)
 
@@ -30,10 +30,7 @@ def set_np_class(cls):
 
 
 def _auto_name(op_name):
-    key = op_name.lower().lstrip("_")
-    n = _counters.get(key, itertools.count())
-    _counters[key] = n
-    return f"{key}{next(n)}"
+    return NameManager.current.get(None, op_name.lower().lstrip("_"))
 
 
 def _num_outputs(op_name, attrs):
@@ -164,14 +161,10 @@ class Symbol:
         return Executor(self, ctx, args, args_grad, grad_req)
 
     def infer_shape(self, **shapes):
-        """(arg_shapes, out_shapes, aux_shapes) given the shapes of the data variables."""
-        from .. import ndarray as nd
-        args = self.list_arguments()
-        known = implicit.infer_arg_shapes(self, self._topo(), shapes, nd.zeros)
-        if known is None:
-            return None, None, None
-        outs = self.eval(**{a: nd.zeros(known[a]) for a in args})
-        return [known[a] for a in args], [o.shape for o in outs], []
+        """(arg_shapes, out_shapes, aux_shapes) given the shapes of the data variables;
+        the shapes of FullyConnected weights and biases are inferred from their data."""
+        from .shape_inference import infer_shapes
+        return infer_shapes(self, shapes)
 
     def _var_shape(self, name):
         for n in self._topo():

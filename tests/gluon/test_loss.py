@@ -314,3 +314,31 @@ def test_poisson_nll_loss(from_logits, compute_full):
         elem = elem + (target > 1) * (t * np.log(t) - t + 0.5 * np.log(2 * np.pi * t))
     loss = gloss.PoissonNLLLoss(from_logits=from_logits, compute_full=compute_full)
     check_loss(loss, [pred, nd.array(target, dtype="float64")], [elem.mean()])
+
+
+# ---- SDMLLoss -----------------------------------------------------------------------------
+def _sdml_formula(x1, x2, smoothing):
+    n = x1.shape[0]
+    dist = ((x1[:, None, :] - x2[None, :, :]) ** 2).sum(axis=2)
+    logits = -dist - (-dist).max(axis=1, keepdims=True)
+    log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    targets = np.where(np.eye(n) == 1, 1 - smoothing, smoothing / (n - 1))
+    return (targets * (np.log(targets) - log_p)).mean(axis=1)
+
+
+@pytest.mark.parametrize("smoothing, weight", [(0.3, 1.0), (0.1, 2.5)])
+def test_sdml_loss_formula_and_gradients(smoothing, weight):
+    x1, x2 = rand(4, 3, seed=2), rand(4, 3, seed=3)
+    loss = gloss.SDMLLoss(smoothing_parameter=smoothing, weight=weight)
+    got = loss(_as_nd(x1), _as_nd(x2)).asnumpy()
+    np.testing.assert_allclose(got, weight * _sdml_formula(x1, x2, smoothing), rtol=1e-10)
+    check_grads(loss, x1, x2)
+
+
+def test_sdml_loss_names_bad_inputs():
+    with pytest.raises(ShapeError, match=r"N >= 2, got \(3, 2\) and \(3, 3\)"):
+        gloss.SDMLLoss()(nd.ones((3, 2)), nd.ones((3, 3)))
+    with pytest.raises(ShapeError, match="N >= 2"):
+        gloss.SDMLLoss()(nd.ones((1, 2)), nd.ones((1, 2)))
+    with pytest.raises(MXNetError, match=r"smoothing_parameter must be in \[0, 1\), got 1.5"):
+        gloss.SDMLLoss(smoothing_parameter=1.5)

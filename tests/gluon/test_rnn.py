@@ -178,7 +178,7 @@ def test_cell_unroll_matches_the_recurrence_and_hybridizes(name):
     cell.cast("float64")
     cell.initialize(mx.init.Uniform(0.6))
     x = np.random.default_rng(4).standard_normal((2, 5, 4))            # NTC
-    out, states = cell.unroll(5, nd.array(x, dtype="float64"))
+    out, states = cell.unroll(5, nd.array(x, dtype="float64"), merge_outputs=True)
     w = [getattr(cell, n).data().asnumpy() for n in ("i2h_weight", "h2h_weight", "i2h_bias",
                                                       "h2h_bias")]
     ref_state = [np.zeros((2, 3)) for _ in cell.state_info(2)]
@@ -189,11 +189,14 @@ def test_cell_unroll_matches_the_recurrence_and_hybridizes(name):
     np.testing.assert_allclose(out.asnumpy(), np.stack(ref, axis=1), rtol=1e-12, atol=1e-12)
     for got, want in zip(states, ref_state):
         np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-12, atol=1e-12)
-    listed, _ = cell.unroll(5, [nd.array(x[:, t], dtype="float64") for t in range(5)])
-    assert isinstance(listed, list) and len(listed) == 5
+    # merge_outputs=None gives a list of steps, as MXNet's cells do, for both input forms
+    for inputs in ([nd.array(x[:, t], dtype="float64") for t in range(5)],
+                   nd.array(x, dtype="float64")):
+        listed, _ = cell.unroll(5, inputs)
+        assert isinstance(listed, list) and len(listed) == 5
     cell.hybridize()
     cell.unroll(5, nd.array(x, dtype="float64"))
-    again, _ = cell.unroll(5, nd.array(x, dtype="float64"))
+    again, _ = cell.unroll(5, nd.array(x, dtype="float64"), merge_outputs=True)
     np.testing.assert_array_equal(again.asnumpy(), out.asnumpy())
     assert repr(cell) == f"{type(cell).__name__}(4 -> 3)"
 
@@ -204,15 +207,16 @@ def test_stacked_cells_carry_each_cells_states():
     stack.initialize()
     assert [i["shape"] for i in stack.state_info(2)] == [(2, 4), (2, 4), (2, 3)]
     x = nd.array(np.random.default_rng(5).standard_normal((2, 6, 5)))
-    out, states = stack.unroll(6, x)
+    out, states = stack.unroll(6, x, merge_outputs=True)
     assert out.shape == (2, 6, 3) and [s.shape for s in states] == [(2, 4), (2, 4), (2, 3)]
     # the same as running the two cells one after the other
     first, s1 = stack[0].unroll(6, x)
-    second, s2 = stack[1].unroll(6, first)
+    second, s2 = stack[1].unroll(6, first, merge_outputs=True)
     np.testing.assert_array_equal(out.asnumpy(), second.asnumpy())
     stack.hybridize()
     stack.unroll(6, x)
-    np.testing.assert_array_equal(stack.unroll(6, x)[0].asnumpy(), out.asnumpy())
+    np.testing.assert_array_equal(stack.unroll(6, x, merge_outputs=True)[0].asnumpy(),
+                                  out.asnumpy())
 
 
 def test_bad_input_is_named():

@@ -7,7 +7,7 @@ import minigluon as mx
 from minigluon import nd
 from minigluon.base import DTypeError, MXNetError, ShapeError
 from minigluon.kvstore import KVStoreError
-from minigluon.kvstore.local import _reduce_sum
+from minigluon.kvstore.reduce import reduce_sum as _reduce_sum
 
 STORES = ["local", "device"]
 

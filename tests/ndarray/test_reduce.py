@@ -247,3 +247,37 @@ def test_sort_axes_and_gradient():
         check_grad(lambda a: nd.sort(a, axis=axis), x)
         check_grad(lambda a: nd.sort(a, axis=axis, is_ascend=False), x)
     check_close(nd.array(x).argsort(axis=0, dtype="int64"), np.argsort(x, axis=0))
+
+
+def test_nanprod_skips_nans_and_its_gradient():
+    x = rand(3, 4)
+    x[1, 2] = np.nan
+    check_close(nd.nanprod(nd.array(x), axis=1), np.nanprod(x, axis=1))
+    check_close(nd.array(x).nanprod(axis=(0, 1), keepdims=True),
+                np.nanprod(x, axis=(0, 1), keepdims=True))
+    check_grad(lambda a: nd.nanprod(a, axis=0), rand(3, 4))
+    a = nd.array(x, dtype="float64")
+    a.attach_grad()
+    with autograd.record():
+        nd.nanprod(a, axis=1).backward()
+    assert a.grad.asnumpy()[1, 2] == 0 and np.isfinite(a.grad.asnumpy()).all()
+
+
+def test_softmin_is_softmax_of_the_negation():
+    x = rand(2, 5)
+    e = np.exp(-x - (-x).max(axis=1, keepdims=True))
+    check_close(nd.softmin(nd.array(x)), e / e.sum(axis=1, keepdims=True))
+    check_close(nd.array(x).softmin(axis=0, temperature=2.0),
+                nd.softmax(nd.array(-x / 2.0), axis=0).asnumpy())
+    check_grad(lambda a: nd.softmin(a, axis=1, temperature=0.5), rand(2, 5))
+    with pytest.raises(ShapeError):
+        nd.softmin(nd.ones((2, 3)), axis=2)
+
+
+def test_argmax_channel_is_the_last_axis_argmax_as_float32():
+    x = rand(3, 5)
+    got = nd.argmax_channel(nd.array(x))
+    assert got.dtype == np.float32
+    check_close(got, np.argmax(x, axis=-1).astype(np.float32))
+    with pytest.raises(ShapeError, match="argmax_channel"):
+        nd.argmax_channel(nd.zeros((3, 0)))

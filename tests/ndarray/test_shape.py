@@ -359,3 +359,41 @@ def test_batch_dot_errors():
         nd.batch_dot(nd.ones((2, 3)), nd.ones((3, 2)))
     with pytest.raises(ShapeError, match="batch_dot"):
         nd.batch_dot(nd.ones((2, 3, 4)), nd.ones((3, 4, 2)))
+
+
+@pytest.mark.parametrize("sections", [3, (1, 3, 5), [2]])
+def test_split_v2_matches_numpy_split(sections):
+    x = rand(2, 6)
+    got = nd.split_v2(nd.array(x), sections, axis=1)
+    want = np.split(x, sections, axis=1)
+    got = got if isinstance(got, list) else [got]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        check_close(g, w)
+
+
+def test_split_v2_gradient_and_squeeze():
+    check_grad(lambda a: nd.split_v2(a, (1, 4), axis=1), rand(2, 6))
+    check_grad(lambda a: nd.split_v2(a, 3, axis=0, squeeze_axis=True), rand(3, 2))
+    with pytest.raises(ShapeError, match="equal parts"):
+        nd.split_v2(nd.ones((2, 5)), 2, axis=1)
+    with pytest.raises(ShapeError, match="squeeze_axis"):
+        nd.split_v2(nd.ones((4, 2)), 2, squeeze_axis=True)
+
+
+def test_slice_like_takes_the_leading_part():
+    x = rand(4, 5, 3)
+    check_close(nd.slice_like(nd.array(x), nd.zeros((2, 3))), x[:2, :3])
+    check_close(nd.array(x).slice_like(nd.zeros((2, 3)), axes=(0, -2)), x[:2, :3])
+    check_close(nd.slice_like(nd.array(x), nd.zeros((3, 1, 2)), axes=(2,)), x[:, :, :2])
+    check_grad(lambda a: nd.slice_like(a, nd.zeros((2, 2)), axes=(1,)), rand(3, 4))
+    with pytest.raises(ShapeError, match="cannot slice axis 0"):
+        nd.slice_like(nd.ones((2, 3)), nd.ones((5, 3)))
+
+
+def test_shape_array_and_size_array_are_int64():
+    x = nd.zeros((2, 0, 3))
+    assert x.shape_array().dtype == np.int64
+    check_close(nd.shape_array(x), [2, 0, 3])
+    check_close(nd.size_array(nd.zeros((2, 3))), [6])
+    check_close(nd.shape_array(nd.zeros((4,))), [4])

@@ -81,6 +81,9 @@ class DataLoader:
         Use threads instead of processes (no copies; good when the work releases the GIL).
     timeout : float
         Seconds to wait for one batch from a worker before raising.
+    auto_reload : bool, default False
+        Start the next pass (and its workers' prefetching) when the loader is made and
+        again as soon as a pass ends, so an epoch's first batches are ready early.
 
     >>> loader = DataLoader(np.arange(10, dtype='float32'), batch_size=4)
     >>> [b.shape for b in loader]
@@ -90,7 +93,7 @@ class DataLoader:
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None,
                  last_batch=None, batch_sampler=None, batchify_fn=None, num_workers=0,
                  pin_memory=False, pin_device_id=0, prefetch=None, thread_pool=False,
-                 timeout=120):
+                 timeout=120, auto_reload=False):
         self._dataset = dataset
         self._batch_sampler = _make_batch_sampler(lambda: len(dataset), batch_size, shuffle,
                                                   sampler, last_batch, batch_sampler)
@@ -107,8 +110,32 @@ class DataLoader:
         if batchify_fn is None:
             batchify_fn = default_mp_batchify_fn if self._num_workers else default_batchify_fn
         self._batchify_fn = batchify_fn
+        self.auto_reload = bool(auto_reload)
+        self._ready = self._new_pass() if self.auto_reload else None
 
     def __iter__(self):
+        if self._ready is None and not self.auto_reload:
+            return self._new_pass()
+        return self._reloading_pass()
+
+    def refresh(self):
+        """Start the next pass now (its workers begin reading); the next iter() uses it."""
+        self.clean()
+        self._ready = self._new_pass()
+
+    def clean(self):
+        """Drop a pass started ahead by `refresh` or `auto_reload`, ending its workers."""
+        ready, self._ready = self._ready, None
+        if ready is not None and hasattr(ready, "close"):
+            ready.close()
+
+    def _reloading_pass(self):
+        ready, self._ready = self._ready, None
+        yield from ready if ready is not None else self._new_pass()
+        if self.auto_reload and self._ready is None:
+            self._ready = self._new_pass()     # the next epoch starts reading now
+
+    def _new_pass(self):
         if self._num_workers == 0:
             return self._same_process_iter()
         pool = ThreadWorkers if self._thread_pool else ProcessWorkers

@@ -7,10 +7,13 @@ cells and the fused layers of rnn_layer.py:
   GRU:  rows [reset, update, new], n = tanh(i2h_n + r * h2h_n), h' = (1 - z) * n + z * h.
 """
 from ... import ndarray as nd
+from ... import symbol as sym
 from ...base import MXNetError, ShapeError
 from ...ndarray.ndarray import NDArray
 from ..block import Block, HybridBlock
+from ..nn.activations import LeakyReLU
 from ..nn.basic_layers import SequentialMixin
+from .sequence import format_sequence, last_valid, mask_padded, start_states
 
 __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell",
            "SequentialRNNCell", "HybridSequentialRNNCell"]
@@ -31,76 +34,126 @@ def unstack(F, x, n, axis):
     return [parts] if n == 1 else [parts[i] for i in range(n)]
 
 
-def lstm_step(F, i2h, h2h, c, hidden):
-    """One LSTM update from the two projections (N, 4H) and the cell state c (N, H)."""
+def lstm_step(F, i2h, h2h, c, hidden, name=None):
+    """One LSTM update from the two projections (N, 4H) and the cell state c (N, H);
+    returns (h, c). `name` names the node of h in a symbolic graph."""
     gates = unstack(F, F.reshape(i2h + h2h, (0, 4, hidden)), 4, axis=1)
     in_gate, forget_gate = F.sigmoid(gates[0]), F.sigmoid(gates[1])
     candidate, out_gate = F.tanh(gates[2]), F.sigmoid(gates[3])
     next_c = forget_gate * c + in_gate * candidate
-    return out_gate * F.tanh(next_c), next_c
+    return F.elemwise_mul(out_gate, F.tanh(next_c), name=name), next_c
 
 
-def gru_step(F, i2h, h2h, h, hidden):
+def gru_step(F, i2h, h2h, h, hidden, name=None):
     """One GRU update from the two projections (N, 3H) and the hidden state h (N, H)."""
     ri, zi, ni = unstack(F, F.reshape(i2h, (0, 3, hidden)), 3, axis=1)
     rh, zh, nh = unstack(F, F.reshape(h2h, (0, 3, hidden)), 3, axis=1)
     reset, update = F.sigmoid(ri + rh), F.sigmoid(zi + zh)
     new = F.tanh(ni + reset * nh)
-    return (1 - update) * new + update * h
+    return F.elemwise_add((1 - update) * new, update * h, name=name)
 
 
-def rnn_step(F, i2h, h2h, activation):
-    return F.Activation(i2h + h2h, act_type=activation)
+def rnn_step(F, i2h, h2h, activation, name=None):
+    """activation(i2h + h2h); `activation` is an Activation act_type, a LeakyReLU block or
+    a function of (F-array, name=...)."""
+    total = i2h + h2h
+    if isinstance(activation, str):
+        return F.Activation(total, act_type=activation, name=name)
+    if isinstance(activation, LeakyReLU):
+        return F.LeakyReLU(total, act_type="leaky", slope=activation._alpha, name=name)
+    return activation(total, name=name)
 
 
 class RecurrentCell(Block):
-    """Base of the cells: `cell(inputs, states)` gives (output, new_states)."""
+    """Base of the cells: `cell(inputs, states)` gives (output, new_states) for one step;
+    `unroll` runs it over a sequence.
+
+    Each call counts a step (`t0_`, `t1_`, ... in the names of a symbolic graph's
+    outputs); `reset()` starts the count again, as `unroll` does.
+    """
+
+    _can_step = True    # False for cells that only unroll (BidirectionalCell)
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self._modified = False
+        self.reset()
+
+    def reset(self):
+        """Start a new sequence: restart the step count (of this cell and its children)."""
+        self._init_counter = -1
+        self._counter = -1
+        for cell in self._children.values():
+            cell.reset()
 
     def state_info(self, batch_size=0):
         """Shape and layout of each state, e.g. [{'shape': (N, H), '__layout__': 'NC'}]."""
         raise NotImplementedError
 
     def begin_state(self, batch_size=0, func=nd.zeros, **kwargs):
-        """Initial states for a batch: `func(shape=..., **kwargs)` for each state."""
-        func = np_zeros_if_np_mode(func)
-        return [func(shape=info["shape"], **kwargs) for info in self.state_info(batch_size)]
+        """Initial states for a batch: `func(shape=..., **kwargs)` for each state.
 
-    def reset(self):
-        """Cells keep no per-sequence state; kept for MXNet compatibility."""
+        With a symbol function (`mx.sym.var`, `mx.sym.zeros`) each state is named
+        `<prefix>begin_state_<i>`.
+        """
+        check_unmodified(self)
+        func = np_zeros_if_np_mode(func)
+        states = []
+        for info in self.state_info(batch_size):
+            self._init_counter += 1
+            args = dict(kwargs, shape=info["shape"])
+            if getattr(func, "__module__", "").startswith(sym.__name__):
+                args.setdefault("name", f"{self.prefix}begin_state_{self._init_counter}")
+            states.append(func(**args))
+        return states
+
+    def __call__(self, inputs, states):
+        self._counter += 1
+        return super().__call__(inputs, states)
+
+    def _op_name(self, what):
+        """The name of this step's `what` node in a symbolic graph: <prefix>t<step>_<what>."""
+        return f"{self.prefix}t{self._counter}_{what}"
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
-        """Run the cell over `length` steps of `inputs` ((N, T, C) for 'NTC', (T, N, C) for
-        'TNC', or a list of T arrays (N, C)). Returns (outputs, states): one array with
-        the time axis of `layout` when merge_outputs is True (or None and inputs were one
-        array), else a list of T arrays."""
-        if valid_length is not None:
-            raise MXNetError("unroll: valid_length is not supported; pad the sequences and "
-                             "mask the outputs instead")
-        if layout not in ("NTC", "TNC"):
-            raise MXNetError(f"unroll: layout must be 'NTC' or 'TNC', got {layout!r}")
-        axis = layout.find("T")
-        if isinstance(inputs, (list, tuple)):
-            steps = list(inputs)
-            merge = bool(merge_outputs)
-        else:
-            if inputs.shape[axis] != length:
-                raise ShapeError(f"unroll: inputs of shape {inputs.shape} have "
-                                 f"{inputs.shape[axis]} steps on axis {axis} ({layout}), "
-                                 f"but length={length}")
-            steps = unstack(nd, inputs, length, axis)
-            merge = merge_outputs is None or merge_outputs
-        if len(steps) != length:
-            raise ShapeError(f"unroll: got {len(steps)} input steps, but length={length}")
+        """Run the cell over `length` steps.
+
+        Parameters
+        ----------
+        length : int
+        inputs : NDArray or Symbol (N, T, ...) for 'NTC', (T, N, ...) for 'TNC'; or a list of
+            `length` steps (N, ...)
+        begin_state : list of states, default zeros (`begin_state(batch_size)`)
+        layout : 'NTC' or 'TNC'
+        merge_outputs : True gives one array with the time axis of `layout`, False a list
+            of steps; None: a list (one array when valid_length is given), as in MXNet
+        valid_length : (N,) array or Symbol, optional
+            Steps of each sequence that are real; outputs past them are 0 and the states
+            returned are those of each sequence's last valid step.
+
+        Returns (outputs, states).
+        """
+        self.reset()
+        steps, axis, F, batch_size = format_sequence(length, inputs, layout, False)
         states = begin_state if begin_state is not None else \
-            self.begin_state(steps[0].shape[0], ctx=steps[0].context, dtype=steps[0].dtype)
-        outputs = []
+            start_states(self, F, steps, batch_size, axis)
+        outputs, history = [], []
         for step in steps:
             out, states = self(step, states)
             outputs.append(out)
-        if merge:
-            outputs = nd.stack(*outputs, axis=axis)
+            history.append(states)
+        if valid_length is not None:
+            states = [last_valid(F, per_step, valid_length) for per_step in zip(*history)]
+            outputs = mask_padded(F, outputs, length, valid_length, axis, True)
+        outputs, _, _, _ = format_sequence(length, outputs, layout, merge_outputs)
         return outputs, states
+
+
+def check_unmodified(cell):
+    if cell._modified:
+        raise MXNetError(f"{cell.name} is wrapped by a modifier cell (ZoneoutCell, "
+                         "ResidualCell, ...); call the modifier cell instead of this one")
 
 
 class HybridRecurrentCell(RecurrentCell, HybridBlock):
@@ -184,10 +237,13 @@ class RNNCell(_GatedCell):
                          params)
         self._activation = activation
 
+    def _alias(self):
+        return "rnn"
+
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         i2h, h2h = self._project(F, inputs, states[0], i2h_weight, h2h_weight, i2h_bias,
                                  h2h_bias)
-        h = rnn_step(F, i2h, h2h, self._activation)
+        h = rnn_step(F, i2h, h2h, self._activation, name=self._op_name("out"))
         return h, [h]
 
 
@@ -200,10 +256,13 @@ class LSTMCell(_GatedCell):
     _gates = 4
     _num_states = 2
 
+    def _alias(self):
+        return "lstm"
+
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         i2h, h2h = self._project(F, inputs, states[0], i2h_weight, h2h_weight, i2h_bias,
                                  h2h_bias)
-        h, c = lstm_step(F, i2h, h2h, states[1], self._hidden_size)
+        h, c = lstm_step(F, i2h, h2h, states[1], self._hidden_size, self._op_name("out"))
         return h, [h, c]
 
 
@@ -215,34 +274,67 @@ class GRUCell(_GatedCell):
 
     _gates = 3
 
+    def _alias(self):
+        return "gru"
+
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         i2h, h2h = self._project(F, inputs, states[0], i2h_weight, h2h_weight, i2h_bias,
                                  h2h_bias)
-        h = gru_step(F, i2h, h2h, states[0], self._hidden_size)
+        h = gru_step(F, i2h, h2h, states[0], self._hidden_size, self._op_name("out"))
         return h, [h]
 
 
 class _StackMixin(SequentialMixin):
-    """Cells applied one above the other; the states are the cells' states in order."""
+    """Cells applied one above the other; the states are the cells' states in order.
+
+    A step runs each cell once; `unroll` runs each cell over the whole sequence in turn,
+    so a stack may hold BidirectionalCells (which cannot step).
+    """
+
+    @property
+    def _can_step(self):
+        return all(cell._can_step for cell in self._children.values())
 
     def state_info(self, batch_size=0):
         return [info for cell in self._children.values()
                 for info in cell.state_info(batch_size)]
 
     def begin_state(self, batch_size=0, func=nd.zeros, **kwargs):
+        check_unmodified(self)
         return [s for cell in self._children.values()
                 for s in cell.begin_state(batch_size, func, **kwargs)]
 
-    def _step(self, inputs, states):
+    def _split_states(self, states):
         if len(states) != len(self.state_info()):
             raise ShapeError(f"{type(self).__name__}: got {len(states)} states, its cells "
                              f"take {len(self.state_info())}; use begin_state(batch_size)")
-        new_states, at = [], 0
+        at = 0
         for cell in self._children.values():
             n = len(cell.state_info())
-            inputs, cell_states = cell(inputs, list(states[at:at + n]))
-            new_states.extend(cell_states)
+            yield cell, list(states[at:at + n])
             at += n
+
+    def _step(self, inputs, states):
+        new_states = []
+        for cell, cell_states in self._split_states(states):
+            inputs, cell_states = cell(inputs, cell_states)
+            new_states.extend(cell_states)
+        return inputs, new_states
+
+    def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
+               valid_length=None):
+        """Unroll each cell over the sequence, bottom up (see RecurrentCell.unroll)."""
+        self.reset()
+        inputs, axis, F, batch_size = format_sequence(length, inputs, layout, None)
+        states = begin_state if begin_state is not None else \
+            start_states(self, F, inputs, batch_size, axis)
+        last = len(self._children) - 1
+        new_states = []
+        for i, (cell, cell_states) in enumerate(self._split_states(states)):
+            inputs, cell_states = cell.unroll(length, inputs, cell_states, layout,
+                                              merge_outputs if i == last else None,
+                                              valid_length)
+            new_states.extend(cell_states)
         return inputs, new_states
 
 

@@ -10,7 +10,11 @@ from ... import ndarray as nd
 from ...base import MXNetError, ShapeError
 from ...ndarray.ndarray import NDArray
 from ..block import HybridBlock
-from .rnn_cell import gru_step, lstm_step, np_zeros_if_np_mode, rnn_step, unstack
+from ..parameter import ParameterDict
+from .bidirectional_cell import BidirectionalCell
+from .dropout_cell import DropoutCell
+from .rnn_cell import (GRUCell, HybridSequentialRNNCell, LSTMCell, RNNCell, gru_step, lstm_step,
+                       np_zeros_if_np_mode, rnn_step, unstack)
 
 __all__ = ["RNN", "LSTM", "GRU"]
 
@@ -23,7 +27,8 @@ class _RNNLayer(HybridBlock):
     def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0,
                  bidirectional=False, input_size=0, i2h_weight_initializer=None,
                  h2h_weight_initializer=None, i2h_bias_initializer="zeros",
-                 h2h_bias_initializer="zeros", dtype="float32", **kwargs):
+                 h2h_bias_initializer="zeros", dtype="float32", projection_size=None,
+                 h2r_weight_initializer=None, **kwargs):
         super().__init__(**kwargs)
         if layout not in ("TNC", "NTC"):
             raise MXNetError(f"{type(self).__name__}: layout must be 'TNC' or 'NTC', got "
@@ -34,26 +39,52 @@ class _RNNLayer(HybridBlock):
                              f"positive ints, got {hidden_size!r} and {num_layers!r}")
         if not 0 <= dropout < 1:
             raise MXNetError(f"{type(self).__name__}: dropout must be in [0, 1), got {dropout}")
+        if projection_size is not None and (not isinstance(projection_size, int) or
+                                            projection_size < 1):
+            raise MXNetError(f"{type(self).__name__}: projection_size must be a positive int "
+                             f"or None, got {projection_size!r}")
         self._hidden_size, self._num_layers, self._layout = hidden_size, num_layers, layout
         self._dropout, self._dirs = dropout, 2 if bidirectional else 1
-        rows = self._gates * hidden_size
+        self._projection_size = projection_size or None
+        self._input_size = input_size
+        self._initializers = dict(i2h_weight_initializer=i2h_weight_initializer,
+                                  h2h_weight_initializer=h2h_weight_initializer,
+                                  i2h_bias_initializer=i2h_bias_initializer,
+                                  h2h_bias_initializer=h2h_bias_initializer)
         self._directions = [(d, layer) for layer in range(num_layers)
                             for d in ("l", "r")[:self._dirs]]
         with self.name_scope():
             for d, layer in self._directions:
-                width = input_size if layer == 0 else hidden_size * self._dirs
-                for name, shape, init in (
-                        ("i2h_weight", (rows, width), i2h_weight_initializer),
-                        ("h2h_weight", (rows, hidden_size), h2h_weight_initializer),
-                        ("i2h_bias", (rows,), i2h_bias_initializer),
-                        ("h2h_bias", (rows,), h2h_bias_initializer)):
+                for name, shape, init in self._param_specs(layer, h2r_weight_initializer):
                     key = f"{d}{layer}_{name}"
                     setattr(self, key, self.params.get(key, shape=shape, init=init,
                                                        dtype=dtype, allow_deferred_init=True))
 
+    @property
+    def _output_size(self):
+        """Features of one direction's output: the projection's, else the hidden size."""
+        return self._projection_size or self._hidden_size
+
+    def _param_specs(self, layer, h2r_weight_initializer):
+        """(name, shape, initializer) of each parameter of one direction of `layer`."""
+        rows, init = self._gates * self._hidden_size, self._initializers
+        width = self._input_size if layer == 0 else self._output_size * self._dirs
+        specs = [("i2h_weight", (rows, width), init["i2h_weight_initializer"]),
+                 ("h2h_weight", (rows, self._output_size), init["h2h_weight_initializer"]),
+                 ("i2h_bias", (rows,), init["i2h_bias_initializer"]),
+                 ("h2h_bias", (rows,), init["h2h_bias_initializer"])]
+        if self._projection_size:
+            specs.append(("h2r_weight", (self._projection_size, self._hidden_size),
+                          h2r_weight_initializer))
+        return specs
+
+    def _state_widths(self):
+        """Features of each state: [h] or [h, c]; h is projected when projection_size is."""
+        return [self._output_size, self._hidden_size][:self._num_states]
+
     def state_info(self, batch_size=0):
-        shape = (self._num_layers * self._dirs, batch_size, self._hidden_size)
-        return [{"shape": shape, "__layout__": "LNC"} for _ in range(self._num_states)]
+        return [{"shape": (self._num_layers * self._dirs, batch_size, width),
+                 "__layout__": "LNC"} for width in self._state_widths()]
 
     def begin_state(self, batch_size=0, func=nd.zeros, **kwargs):
         """Initial states: `func(shape=(num_layers * dirs, N, H), **kwargs)` for each."""
@@ -90,11 +121,10 @@ class _RNNLayer(HybridBlock):
     def hybrid_forward(self, F, inputs, states, **params):
         steps = unstack(F, inputs, self._steps, self._layout.find("T"))
         if states is None:
-            # zeros (N, H) built from the input, so a traced graph fits any batch size
-            zero = F.broadcast_axis(F.zeros_like(F.slice_axis(steps[0], axis=1, begin=0,
-                                                              end=1)),
-                                    axis=1, size=self._hidden_size)
-            per_state = [[zero] * len(self._directions) for _ in range(self._num_states)]
+            # zeros (N, width) built from the input, so a traced graph fits any batch size
+            column = F.zeros_like(F.slice_axis(steps[0], axis=1, begin=0, end=1))
+            per_state = [[F.broadcast_axis(column, axis=1, size=width)] * len(self._directions)
+                         for width in self._state_widths()]
         else:
             per_state = [unstack(F, s, len(self._directions), 0) for s in states]
         new_states = [[] for _ in per_state]
@@ -120,7 +150,8 @@ class _RNNLayer(HybridBlock):
 
     def _run(self, F, seq, state, params, prefix):
         w = {name: params[prefix + name] for name in
-             ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias")}
+             ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias", "h2r_weight")
+             if prefix + name in params}
         rows = self._gates * self._hidden_size
         # one matmul for the input projections of every step, then the recurrence
         stacked = F.stack(*seq, axis=0)
@@ -131,6 +162,9 @@ class _RNNLayer(HybridBlock):
         for i2h in i2h_steps:
             h2h = F.FullyConnected(state[0], w["h2h_weight"], w["h2h_bias"], num_hidden=rows)
             state = self._step(F, i2h, h2h, state)
+            if self._projection_size:
+                state[0] = F.FullyConnected(state[0], w["h2r_weight"], no_bias=True,
+                                            num_hidden=self._projection_size)
             outs.append(state[0])
         return outs, state
 
@@ -140,6 +174,35 @@ class _RNNLayer(HybridBlock):
         extra += ", bidirectional" if self._dirs == 2 else ""
         return (f"{type(self).__name__}({shape[1] or None} -> {self._hidden_size}, "
                 f"{self._layout}{extra})")
+
+    def _unfuse(self):
+        """The same network as a HybridSequentialRNNCell of cells (l<i>_ and r<i>_, in
+        BidirectionalCells when bidirectional, DropoutCells between layers) that share
+        this layer's parameters; unroll it with this layer's layout."""
+        if self._projection_size:
+            raise MXNetError(f"{type(self).__name__}._unfuse: layers with projection_size "
+                             "have no cell stack; use gluon.contrib.rnn.LSTMPCell cells")
+        stack = HybridSequentialRNNCell(prefix=self.prefix, params=self.params)
+        width = self._input_size
+        for layer in range(self._num_layers):
+            cells = [self._cell(f"{d}{layer}_", width) for d in ("l", "r")[:self._dirs]]
+            stack.add(cells[0] if self._dirs == 1 else BidirectionalCell(*cells))
+            if self._dropout and layer < self._num_layers - 1:
+                stack.add(DropoutCell(self._dropout, prefix=f"{self.prefix}dropout{layer}_"))
+            width = self._hidden_size * self._dirs
+        return stack
+
+    def _cell(self, prefix, input_size):
+        """One direction of one layer as a cell whose parameters are this layer's."""
+        shared = ParameterDict(self.prefix + prefix, shared=self.params)
+        for name in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias"):
+            shared.get(name)
+        return self._cell_class(self._hidden_size, input_size=input_size,
+                                prefix=self.prefix + prefix, params=shared,
+                                **self._cell_kwargs(), **self._initializers)
+
+    def _cell_kwargs(self):
+        return {}
 
 
 _INIT_DOC = """
@@ -177,14 +240,32 @@ class RNN(_RNNLayer):
                          i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
                          h2h_bias_initializer, dtype, **kwargs)
 
+    _cell_class = RNNCell
+
+    def _cell_kwargs(self):
+        return {"activation": self._activation}
+
     def _step(self, F, i2h, h2h, state):
         return [rnn_step(F, i2h, h2h, self._activation)]
 
 
 class LSTM(_RNNLayer):
-    __doc__ = "LSTM layer; states [h, c].\n" + _INIT_DOC
+    __doc__ = ("LSTM layer; states [h, c]. projection_size (int) projects h with a "
+               "h2r_weight (no bias) as LSTMPCell does; h2r_weight_initializer sets its "
+               "initializer.\n" + _INIT_DOC)
     _gates = 4
     _num_states = 2
+    _cell_class = LSTMCell
+
+    def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0,
+                 bidirectional=False, input_size=0, i2h_weight_initializer=None,
+                 h2h_weight_initializer=None, i2h_bias_initializer="zeros",
+                 h2h_bias_initializer="zeros", projection_size=None,
+                 h2r_weight_initializer=None, dtype="float32", **kwargs):
+        super().__init__(hidden_size, num_layers, layout, dropout, bidirectional, input_size,
+                         i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
+                         h2h_bias_initializer, dtype, projection_size, h2r_weight_initializer,
+                         **kwargs)
 
     def _step(self, F, i2h, h2h, state):
         return list(lstm_step(F, i2h, h2h, state[1], self._hidden_size))
@@ -193,6 +274,7 @@ class LSTM(_RNNLayer):
 class GRU(_RNNLayer):
     __doc__ = "GRU layer; states [h].\n" + _INIT_DOC
     _gates = 3
+    _cell_class = GRUCell
 
     def _step(self, F, i2h, h2h, state):
         return [gru_step(F, i2h, h2h, state[0], self._hidden_size)]

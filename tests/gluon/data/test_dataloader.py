@@ -226,3 +226,38 @@ def test_no_worker_left_after_del_or_break():
                     and "resource_tracker" not in " ".join(p.cmdline())]
             break
     assert len(pids) == 2 and gone(pids)
+
+
+@pytest.mark.parametrize("thread_pool", [False, True])
+def test_auto_reload_prefetches_the_next_pass_and_gives_the_same_batches(thread_pool):
+    want = as_numpy(DataLoader(Samples(), 8))
+    loader = DataLoader(Samples(), 8, num_workers=2, thread_pool=thread_pool, auto_reload=True)
+    assert loader.auto_reload and loader._ready is not None    # reading before the first pass
+    for _ in range(2):
+        assert_same(as_numpy(loader), want)
+        assert loader._ready is not None                       # the next pass is under way
+    if not thread_pool:
+        pids = loader._ready._workers.pids
+    del loader
+    gc.collect()
+    assert thread_pool or gone(pids)
+
+
+def test_auto_reload_off_by_default_and_without_workers():
+    assert DataLoader(Samples(), 8).auto_reload is False
+    loader = DataLoader(Samples(), 8, auto_reload=True)
+    assert_same(as_numpy(loader), as_numpy(DataLoader(Samples(), 8)))
+
+
+def test_refresh_starts_a_pass_ahead_and_clean_ends_it():
+    loader = DataLoader(Samples(), 8, num_workers=2)
+    loader.refresh()
+    pids = loader._ready._workers.pids
+    assert not gone(pids)
+    assert_same(as_numpy(loader), as_numpy(DataLoader(Samples(), 8)))
+    assert loader._ready is None                  # without auto_reload, nothing ahead
+    loader.refresh()
+    pids = loader._ready._workers.pids
+    loader.clean()
+    assert loader._ready is None and gone(pids)
+    assert len(as_numpy(loader)) == 5

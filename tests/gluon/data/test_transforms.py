@@ -158,3 +158,88 @@ def test_a_training_pipeline_on_a_dataset():
     x, y = data.transform_first(pipe)[2]
     assert x.shape == (3, 8, 8) and x.dtype == np.float32 and y == 2
     assert -2.0 - 1e-6 <= x.asnumpy().min() and x.asnumpy().max() <= 2.0 + 1e-6
+
+
+def test_crop_resize_is_a_slice_then_a_resize():
+    np.testing.assert_array_equal(T.CropResize(1, 2, 3, 4)(as_nd(IMG)).asnumpy(), IMG[2:6, 1:4])
+    batch = np.stack([IMG, IMG[::-1]])
+    np.testing.assert_array_equal(T.CropResize(0, 1, 2, 2)(as_nd(batch)).asnumpy(),
+                                  batch[:, 1:3, 0:2])
+    out = T.CropResize(2, 1, 8, 6, size=(4, 3))(as_nd(IMG))
+    want = T.Resize((4, 3))(as_nd(np.ascontiguousarray(IMG[1:7, 2:10])))
+    np.testing.assert_array_equal(out.asnumpy(), want.asnumpy())
+
+
+@pytest.mark.parametrize("args", [(0, 0, -1, 2), (0, 0, 13, 2), (5, 5, 8, 8),
+                                  (0, 0, 2, 2, (-3, 3))])
+def test_crop_resize_bad_boxes_and_sizes(args):
+    with pytest.raises(MXNetError, match="CropResize"):
+        T.CropResize(*args)(as_nd(IMG))
+
+
+def _rotation_oracle(img, degrees):
+    """Nearest-pixel rotation for multiples of 90 degrees: counter-clockwise on screen."""
+    return np.rot90(img, k=int(degrees // 90) % 4, axes=(-2, -1))
+
+
+@pytest.mark.parametrize("degrees", [0.0, 90.0, 180.0, 270.0, 360.0, -90.0])
+def test_rotate_by_right_angles_is_rot90(degrees):
+    square = RNG.standard_normal((2, 5, 5)).astype(np.float32)
+    out = T.Rotate(degrees)(nd.array(square)).asnumpy()
+    np.testing.assert_allclose(out, _rotation_oracle(square, degrees), atol=1e-5)
+    batch = np.stack([square, square * 2])
+    assert T.Rotate(degrees)(nd.array(batch)).shape == batch.shape
+
+
+def test_rotate_bilinear_keeps_a_constant_inside_and_zooms():
+    ones = nd.ones((1, 21, 21))
+    plain = T.Rotate(45.0)(ones).asnumpy()[0]
+    assert plain[10, 10] == pytest.approx(1.0) and plain[0, 0] == 0.0
+    assert T.Rotate(45.0, zoom_in=True)(ones).asnumpy().min() > 0.99
+    zoomed_out = T.Rotate(45.0, zoom_out=True)(ones).asnumpy()[0]
+    assert zoomed_out[0, 10] > 0 and zoomed_out[0, 0] == 0.0
+
+
+def test_rotate_errors():
+    with pytest.raises(TypeError, match="float32"):
+        T.Rotate(10)(nd.ones((3, 4, 4), dtype="uint8"))
+    with pytest.raises(ValueError, match="zoom_in and zoom_out"):
+        T.Rotate(10, zoom_in=True, zoom_out=True)
+    with pytest.raises(ShapeError, match=r"\(C, H, W\)"):
+        T.Rotate(10)(nd.ones((4, 4)))
+
+
+def test_random_rotation_draws_within_limits_and_respects_the_probability():
+    img = nd.array(RNG.standard_normal((1, 7, 7)).astype(np.float32))
+    np.testing.assert_array_equal(T.RandomRotation((-90, 90), rotate_with_proba=0)(img).asnumpy(),
+                                  img.asnumpy())
+    mx.random.seed(2)
+    out = T.RandomRotation((89.999, 90.001))(img).asnumpy()
+    np.testing.assert_allclose(out, _rotation_oracle(img.asnumpy(), 90), atol=1e-3)
+    for bad in (dict(rotate_with_proba=1.1), dict(rotate_with_proba=-0.3)):
+        with pytest.raises(ValueError, match="rotate_with_proba"):
+            T.RandomRotation((-10, 10), **bad)
+    with pytest.raises(ValueError, match="lower < upper"):
+        T.RandomRotation((10, -10))
+    with pytest.raises(TypeError, match="float32"):
+        T.RandomRotation((-10, 10))(nd.ones((3, 4, 4), dtype="uint8"))
+
+
+def test_random_apply_applies_with_probability_p():
+    mx.random.seed(0)
+    apply = T.RandomApply(T.Compose([T.Resize(4)]), p=0.3)
+    shapes = [apply(as_nd(IMG)).shape for _ in range(400)]
+    assert abs(shapes.count((4, 4, 3)) / 400 - 0.3) < 0.08
+    assert set(shapes) == {(4, 4, 3), IMG.shape}
+    assert T.RandomApply(lambda x: x * 0, p=1.0)(nd.ones((2,))).asnumpy().tolist() == [0, 0]
+    with pytest.raises(ValueError, match="p must be a probability"):
+        T.RandomApply(T.Resize(4), p=2)
+
+
+def test_random_rotation_draws_one_angle_per_image_of_a_batch():
+    mx.random.seed(5)
+    img = RNG.standard_normal((1, 9, 9)).astype(np.float32)
+    batch = nd.array(np.stack([img] * 4))
+    out = T.RandomRotation((-60, 60))(batch).asnumpy()
+    assert out.shape == (4, 1, 9, 9)
+    assert len({out[i].tobytes() for i in range(4)}) == 4

@@ -6,7 +6,7 @@ a per-image pipeline in the tens of microseconds. Random transforms draw from mi
 seeded random state, so `mx.random.seed(n)` makes them repeat.
 
 Out of scope: hybridizing transforms (they run imperatively; hybridize() changes nothing
-and a Symbol input is refused), and the `F.image.*` operators behind them in MXNet.
+and a Symbol input is refused); they do not go through `mx.nd.image` operators as in MXNet.
 
 Example::
 
@@ -30,7 +30,8 @@ from ...nn import Sequential
 __all__ = ["Compose", "HybridCompose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop",
            "RandomResizedCrop", "RandomCrop", "RandomFlipLeftRight", "RandomFlipTopBottom",
            "RandomBrightness", "RandomContrast", "RandomSaturation", "RandomHue",
-           "RandomColorJitter", "RandomLighting"]
+           "RandomColorJitter", "RandomLighting", "CropResize", "Rotate", "RandomRotation",
+           "RandomApply"]
 
 _GRAY_WEIGHTS = np.array([0.299, 0.587, 0.114], np.float32)
 
@@ -318,6 +319,37 @@ class RandomCrop(_NumpyTransform, Block):
         return {"size": self._size, "pad": self._pad_arg}
 
 
+class CropResize(_NumpyTransform, HybridBlock):
+    """Crop the box at column `x`, row `y` of `width` x `height` from an HWC (or NHWC)
+    image, then resize it to `size` ((width, height) or an int for both) if given.
+
+    >>> transforms.CropResize(0, 0, 100, 50, size=(25, 25))(img)   # (25, 25, C)
+    """
+
+    def __init__(self, x, y, width, height, size=None, interpolation=None):
+        super().__init__()
+        self._box = (int(x), int(y), int(width), int(height))
+        self._size, self._interp = size, 1 if interpolation is None else interpolation
+
+    def _transform(self, img):
+        _check_image(img, "CropResize", (3, 4))
+        x, y, w, h = self._box
+        rows, cols = img.shape[-3:-1]
+        if w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > cols or y + h > rows:
+            raise MXNetError(f"CropResize: the box x={x}, y={y}, width={w}, height={h} must "
+                             f"have a positive size and lie inside the {cols}x{rows} image")
+        out = img[..., y:y + h, x:x + w, :]
+        if self._size is None:
+            return out.copy()
+        tw, th = _pair(self._size, "CropResize")
+        if tw <= 0 or th <= 0:
+            raise MXNetError(f"CropResize: size must be positive, got {self._size!r}")
+        return _per_image(lambda one: image.resize_np(one, tw, th, self._interp), out)
+
+    def _repr_args(self):
+        return dict(zip(("x", "y", "width", "height"), self._box), size=self._size)
+
+
 # ---- flips --------------------------------------------------------------------------------
 class RandomFlipLeftRight(_NumpyTransform, HybridBlock):
     """Mirror the image horizontally with probability 0.5 (HWC or NHWC)."""
@@ -478,3 +510,135 @@ class RandomLighting(_NumpyTransform, HybridBlock):
 
     def _repr_args(self):
         return {"alpha": self._alpha}
+
+
+# ---- rotation -----------------------------------------------------------------------------
+def _zoom(angle, h, w, zoom_in, zoom_out):
+    """Factor on the sampling grid: >1 shows the whole rotated image (zoom_out), <1 hides
+    the empty corners (zoom_in)."""
+    c, s = abs(math.cos(angle)), abs(math.sin(angle))
+    if zoom_out:
+        return max((w * c + h * s) / w, (w * s + h * c) / h)
+    if zoom_in:
+        return min(w / (w * c + h * s), h / (w * s + h * c))
+    return 1.0
+
+
+def _rotate_chw(img, degrees, zoom_in, zoom_out):
+    """Rotate a float32 CHW image counter-clockwise by `degrees` about its centre, with
+    bilinear sampling and zeros outside the source."""
+    _, h, w = img.shape
+    angle = math.radians(degrees)
+    scale = _zoom(angle, h, w, zoom_in, zoom_out)
+    dy, dx = np.mgrid[0:h, 0:w].astype(np.float64)
+    dy, dx = (dy - (h - 1) / 2) * scale, (dx - (w - 1) / 2) * scale
+    sx = dx * math.cos(angle) - dy * math.sin(angle) + (w - 1) / 2
+    sy = dx * math.sin(angle) + dy * math.cos(angle) + (h - 1) / 2
+    return _bilinear(img, sy, sx).astype(np.float32)
+
+
+def _bilinear(img, sy, sx):
+    y0, x0 = np.floor(sy).astype(np.int64), np.floor(sx).astype(np.int64)
+    out = np.zeros(img.shape, np.float64)
+    for oy, ox in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        yi, xi = y0 + oy, x0 + ox
+        weight = (1 - np.abs(sy - yi)) * (1 - np.abs(sx - xi))
+        inside = (yi >= 0) & (yi < img.shape[1]) & (xi >= 0) & (xi < img.shape[2])
+        values = img[:, np.clip(yi, 0, img.shape[1] - 1), np.clip(xi, 0, img.shape[2] - 1)]
+        out += values * np.where(inside, weight, 0.0)
+    return out
+
+
+def _check_rotatable(img, what):
+    if img.dtype != np.float32:
+        raise TypeError(f"{what} needs a float32 image, got {img.dtype}; cast it first, "
+                        f"e.g. with transforms.Cast() or ToTensor()")
+    if img.ndim not in (3, 4):
+        raise ShapeError(f"{what} expects an image of shape (C, H, W) or (N, C, H, W), got "
+                         f"shape {img.shape}")
+
+
+def _rotate(img, degrees, zoom_in, zoom_out):
+    """`degrees`: one angle, or one per image of an NCHW batch."""
+    if img.ndim == 3:
+        return _rotate_chw(img, degrees, zoom_in, zoom_out)
+    angles = np.broadcast_to(degrees, (img.shape[0],))
+    return np.stack([_rotate_chw(one, a, zoom_in, zoom_out) for one, a in zip(img, angles)])
+
+
+def _check_zoom(zoom_in, zoom_out):
+    if zoom_in and zoom_out:
+        raise ValueError("zoom_in and zoom_out cannot both be True: pick one")
+
+
+class Rotate(_NumpyTransform, Block):
+    """Rotate a float32 CHW image (or NCHW batch) counter-clockwise by `rotation_degrees`
+    about its centre; pixels from outside the image are 0. `zoom_in` scales so no empty
+    corner shows, `zoom_out` so the whole rotated image fits.
+
+    >>> transforms.Rotate(90.)(mx.nd.array([[[0, 0, 0], [0, 0, 1], [0, 0, 0]]]))
+    [[[0, 1, 0], [0, 0, 0], [0, 0, 0]]]
+    """
+
+    def __init__(self, rotation_degrees, zoom_in=False, zoom_out=False):
+        super().__init__()
+        _check_zoom(zoom_in, zoom_out)
+        self._args = (float(rotation_degrees), zoom_in, zoom_out)
+
+    def _transform(self, img):
+        _check_rotatable(img, "Rotate")
+        return _rotate(img, *self._args)
+
+    def _repr_args(self):
+        return dict(zip(("rotation_degrees", "zoom_in", "zoom_out"), self._args))
+
+
+class RandomRotation(_NumpyTransform, Block):
+    """With probability `rotate_with_proba`, rotate like `Rotate` by an angle drawn
+    uniformly from `angle_limits` = (lower, upper) degrees (one per image of a batch);
+    otherwise return the input.
+
+    >>> transforms.RandomRotation((-10, 10))(mx.nd.ones((3, 32, 32)))
+    """
+
+    def __init__(self, angle_limits, zoom_in=False, zoom_out=False, rotate_with_proba=1.0):
+        super().__init__()
+        lower, upper = (float(a) for a in angle_limits)
+        if lower >= upper:
+            raise ValueError(f"RandomRotation: angle_limits must be (lower, upper) with lower "
+                             f"< upper, got {tuple(angle_limits)!r}")
+        if not 0 <= rotate_with_proba <= 1:
+            raise ValueError(f"RandomRotation: rotate_with_proba must be in [0, 1], got "
+                             f"{rotate_with_proba!r}")
+        _check_zoom(zoom_in, zoom_out)
+        self._limits, self._zoom = (lower, upper), (zoom_in, zoom_out)
+        self._proba = rotate_with_proba
+
+    def _transform(self, img):
+        if _rng().random() >= self._proba:
+            return img.copy()          # as in MXNet, a skipped image is not type-checked
+        _check_rotatable(img, "RandomRotation")
+        count = () if img.ndim == 3 else (img.shape[0],)     # one angle per image
+        return _rotate(img, _rng().uniform(*self._limits, count), *self._zoom)
+
+    def _repr_args(self):
+        return {"angle_limits": self._limits, "rotate_with_proba": self._proba}
+
+
+# ---- random application -------------------------------------------------------------------
+class RandomApply(Sequential):
+    """Apply `transforms` (a Block or a callable) with probability `p`, else pass the input
+    through unchanged.
+
+    >>> transforms.RandomApply(transforms.RandomResizedCrop(224), p=0.5)
+    """
+
+    def __init__(self, transforms, p=0.5):
+        super().__init__()
+        if not 0 <= p <= 1:
+            raise ValueError(f"RandomApply: p must be a probability in [0, 1], got {p!r}")
+        self.transforms = transforms if isinstance(transforms, Block) else _Function(transforms)
+        self.p = p
+
+    def forward(self, x):
+        return self.transforms(x) if _rng().random() < self.p else x

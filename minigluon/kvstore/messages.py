@@ -1,0 +1,342 @@
+"""The bodies of kvstore messages: one typed encoder and decoder per body.
+
+wire.py frames a message (header, payload frames); this module says what the bytes of a
+payload frame mean when they are not an array. Every sender builds a body with
+`Body(...).encode()` and every receiver reads it with `Body.decode(bytes)`, so a format
+lives in one place:
+
+    REGISTER            Registration   JSON {role, host, hostid, pid, rank_hint, ...}
+    BYTES to REGISTER   NodeTable      JSON {rank, num_workers, num_servers, servers, token}
+    NODE_LOST           NodeLost       JSON {lost, reason, workers_left}
+    ABORT               Abort          JSON {reason, lost} (any other text is the reason)
+    SET_LR              LearningRate   one little-endian float64
+    SET_OPTIMIZER       OptimizerBlob  16-byte job token + pickled optimizer
+    SET_STATES          StatesBlob     16-byte job token + Updater.get_states() bytes
+    SHM_PROBE, SHM PUSH/PULL  SegmentName  ascii name of a shared-memory segment
+    BYTES to SHM_PROBE  ProbeToken     the 16 bytes read from the probe segment
+    ERROR               Text           utf-8 text
+
+(The BYTES reply to GET_STATES is Updater.get_states() bytes, opaque here; the AUTH tag
+frame is auth.py's.) `decode` of bytes that do not follow the format raises `BodyError`
+naming the body and what was wrong, and nothing else; a server or scheduler answers it
+with an error and keeps serving.
+
+>>> NodeLost({"role": "worker", "rank": 1}, "it sent no heartbeat", 2).encode()
+b'{"lost": {"role": "worker", "rank": 1}, "reason": "it sent no heartbeat", "workers_left": 2}'
+>>> LearningRate.decode(LearningRate(0.1).encode()).lr
+0.1
+"""
+import json
+import struct
+from dataclasses import dataclass
+
+from .base import KVStoreError
+
+__all__ = ["BodyError", "Registration", "NodeTable", "NodeLost", "Abort", "LearningRate",
+           "OptimizerBlob", "StatesBlob", "SegmentName", "ProbeToken", "Text", "BODIES",
+           "TOKEN_BYTES"]
+
+TOKEN_BYTES = 16          # the job token (scheduler.py) and the shared-memory probe token
+_FLOAT64 = struct.Struct("<d")
+
+
+class BodyError(KVStoreError):
+    """A message body that does not follow the format of its type."""
+
+
+def _fail(label, what):
+    return BodyError(f"bad {label} body: {what}")
+
+
+def _json_object(label, body):
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError) as err:      # bad utf-8 is a ValueError too
+        raise _fail(label, f"not JSON ({err})") from None
+    if not isinstance(value, dict):
+        raise _fail(label, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _take(label, obj, key, types, optional=False):
+    """obj[key], checked to be one of `types` (bool is no int here); None if optional and
+    absent or null."""
+    value = obj.get(key)
+    if value is None and optional:
+        return None
+    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+    if not ok:
+        names = "/".join(t.__name__ for t in types)
+        raise _fail(label, f"{key!r} must be {names}, got {_short(value)}")
+    return value
+
+
+def _short(value):
+    """repr(value), cut to a log line's worth: a body may be large and hostile."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _encode_json(fields):
+    return json.dumps(fields).encode()
+
+
+def _check_node(label, node):
+    """A node as liveness.describe() names it: {role, rank, pid, address}."""
+    if not isinstance(node, dict):
+        raise _fail(label, f"the lost node must be a JSON object, got {_short(node)}")
+    _take(label, node, "role", (str,))
+    _take(label, node, "rank", (int,))
+    _take(label, node, "pid", (int,), optional=True)
+    _take(label, node, "address", (str,), optional=True)
+    return node
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """REGISTER: who a node is and where its peers find it. `tcp`/`ipc`: a server's
+    endpoints; `sync`: whether a worker's store is dist_sync. `pid` and `rank_hint`
+    (MINIGLUON_LAUNCH_RANK) are passed through as given: the scheduler judges hints."""
+    role: str
+    host: str
+    hostid: str
+    pid: object = None
+    rank_hint: object = None
+    tcp: str = None
+    ipc: str = None
+    sync: object = None
+
+    LABEL = "REGISTER"
+
+    def encode(self):
+        fields = {"role": self.role, "host": self.host, "hostid": self.hostid,
+                  "pid": self.pid, "rank_hint": self.rank_hint}
+        if self.role == "server":
+            fields.update(tcp=self.tcp, ipc=self.ipc)
+        else:
+            fields["sync"] = self.sync
+        return _encode_json(fields)
+
+    @classmethod
+    def decode(cls, body):
+        info = _json_object(cls.LABEL, body)
+        role = info.get("role")
+        if role not in ("worker", "server"):
+            raise _fail(cls.LABEL, f"role {_short(role)} cannot register; expected worker or "
+                                   "server")
+        need = ("host", "hostid") + (("tcp",) if role == "server" else ())
+        bad = [k for k in need if not isinstance(info.get(k), str)]
+        if bad or (role == "server" and not info["tcp"].startswith("tcp://")):
+            raise _fail(cls.LABEL, f"registration of a {role} lacks {bad or ['tcp']}")
+        if role == "server":
+            where = {"tcp": info["tcp"], "ipc": _take(cls.LABEL, info, "ipc", (str,), True)}
+        else:
+            where = {"sync": info.get("sync")}
+        return cls(role, info["host"], info["hostid"], info.get("pid"), info.get("rank_hint"),
+                   **where)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTable:
+    """The scheduler's BYTES reply to REGISTER: the node's rank, the job's size, every
+    server's {rank, tcp, ipc, hostid}, the job token, and for servers the workers'
+    identities (None for workers)."""
+    rank: int
+    num_workers: int
+    num_servers: int
+    servers: tuple
+    token: bytes
+    workers: tuple = None
+
+    LABEL = "node table (the BYTES reply to REGISTER)"
+
+    def encode(self):
+        fields = {"rank": self.rank, "num_workers": self.num_workers,
+                  "num_servers": self.num_servers, "servers": list(self.servers),
+                  "token": self.token.hex()}
+        if self.workers is not None:
+            fields["workers"] = list(self.workers)
+        return _encode_json(fields)
+
+    @classmethod
+    def decode(cls, body):
+        table = _json_object(cls.LABEL, body)
+        counts = [_take(cls.LABEL, table, k, (int,))
+                  for k in ("rank", "num_workers", "num_servers")]
+        servers = tuple(cls._server(e) for e in _take(cls.LABEL, table, "servers", (list,)))
+        token = cls._token(_take(cls.LABEL, table, "token", (str,)))
+        workers = _take(cls.LABEL, table, "workers", (list,), optional=True)
+        if workers is not None:
+            if not all(isinstance(w, str) for w in workers):
+                raise _fail(cls.LABEL, f"'workers' must hold str identities, got {_short(workers)}")
+            workers = tuple(workers)
+        return cls(*counts, servers, token, workers)
+
+    @classmethod
+    def _server(cls, entry):
+        if not isinstance(entry, dict):
+            raise _fail(cls.LABEL, f"a server entry must be a JSON object, got {_short(entry)}")
+        _take(cls.LABEL, entry, "rank", (int,))
+        _take(cls.LABEL, entry, "tcp", (str,))
+        _take(cls.LABEL, entry, "ipc", (str,), optional=True)
+        _take(cls.LABEL, entry, "hostid", (str,))
+        return entry
+
+    @classmethod
+    def _token(cls, text):
+        try:
+            token = bytes.fromhex(text)
+        except ValueError:
+            token = None
+        if token is None or len(token) != TOKEN_BYTES:
+            raise _fail(cls.LABEL, f"'token' must be {TOKEN_BYTES} bytes in hex, got "
+                                   f"{_short(text)}")
+        return token
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLost:
+    """NODE_LOST: the scheduler dropped a worker of a dist_async job; `lost` names it as
+    liveness.describe() does, `workers_left` counts the workers still up."""
+    lost: dict
+    reason: str
+    workers_left: int
+
+    LABEL = "NODE_LOST"
+
+    def encode(self):
+        return _encode_json({"lost": self.lost, "reason": self.reason,
+                             "workers_left": self.workers_left})
+
+    @classmethod
+    def decode(cls, body):
+        news = _json_object(cls.LABEL, body)
+        lost = _check_node(cls.LABEL, news.get("lost"))
+        return cls(lost, _take(cls.LABEL, news, "reason", (str,)),
+                   _take(cls.LABEL, news, "workers_left", (int,)))
+
+
+@dataclass(frozen=True, slots=True)
+class Abort:
+    """ABORT: why the scheduler ended the job, and the node that was lost (a dict as
+    liveness.describe() takes it) or None."""
+    reason: str
+    lost: dict = None
+
+    LABEL = "ABORT"
+
+    def encode(self):
+        return _encode_json({"reason": self.reason, "lost": self.lost})
+
+    @classmethod
+    def decode(cls, body):
+        """Never fails: a body that is not the JSON object is the reason itself, so any
+        abort reaches the user. `body` may be the bytes or their text (van.aborted)."""
+        text = body if isinstance(body, str) else body.decode("utf-8", errors="replace")
+        try:
+            news = json.loads(text)
+            reason, lost = str(news["reason"]), news.get("lost")
+        except (ValueError, KeyError, TypeError, RecursionError):
+            return cls(text, None)
+        return cls(reason, lost if isinstance(lost, dict) else None)
+
+
+@dataclass(frozen=True, slots=True)
+class LearningRate:
+    """SET_LR: the store optimizer's new learning rate."""
+    lr: float
+
+    LABEL = "SET_LR"
+
+    def encode(self):
+        try:
+            return _FLOAT64.pack(self.lr)
+        except (struct.error, TypeError):
+            raise BodyError(f"{self.LABEL}: the rate must be a number, got {_short(self.lr)}") \
+                from None
+
+    @classmethod
+    def decode(cls, body):
+        if len(body) != _FLOAT64.size:
+            raise _fail(cls.LABEL, f"the rate must be one float64 ({_FLOAT64.size} bytes), "
+                                   f"got {len(body)} bytes")
+        return cls(_FLOAT64.unpack(body)[0])
+
+
+@dataclass(frozen=True, slots=True)
+class _Sealed:
+    """The job token, then a blob only the job's workers may send."""
+    token: bytes
+    blob: bytes
+
+    def encode(self):
+        return bytes(self.token) + bytes(self.blob)
+
+    @classmethod
+    def decode(cls, body):
+        if len(body) < TOKEN_BYTES:
+            raise _fail(cls.LABEL, f"{len(body)} bytes, shorter than the {TOKEN_BYTES}-byte "
+                                   "job token it starts with")
+        return cls(bytes(body[:TOKEN_BYTES]), bytes(body[TOKEN_BYTES:]))
+
+
+class OptimizerBlob(_Sealed):
+    """SET_OPTIMIZER: the job token + the pickled optimizer (safe_pickle.py loads it)."""
+    LABEL = "SET_OPTIMIZER"
+
+
+class StatesBlob(_Sealed):
+    """SET_STATES: the job token + a server's Updater.get_states() bytes."""
+    LABEL = "SET_STATES"
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentName:
+    """SHM_PROBE, and a PUSH or PULL in shared memory: the segment's name (shm.py checks
+    the name when it attaches; wire.py bounds its length)."""
+    name: str
+
+    LABEL = "segment name"
+
+    def encode(self):
+        return self.name.encode("ascii", errors="replace")     # shm.py names are ascii
+
+    @classmethod
+    def decode(cls, body):
+        return cls(bytes(body).decode("ascii", errors="replace"))
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeToken:
+    """The BYTES reply to SHM_PROBE: the 16 bytes the server read from the segment."""
+    token: bytes
+
+    LABEL = "shared memory probe token (the BYTES reply to SHM_PROBE)"
+
+    def encode(self):
+        return bytes(self.token)
+
+    @classmethod
+    def decode(cls, body):
+        if len(body) != TOKEN_BYTES:
+            raise _fail(cls.LABEL, f"expected {TOKEN_BYTES} bytes, got {len(body)}")
+        return cls(bytes(body))
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """ERROR: what went wrong, as text (undecodable bytes are replaced, never refused)."""
+    text: str
+
+    LABEL = "ERROR"
+
+    def encode(self):
+        return self.text.encode("utf-8")
+
+    @classmethod
+    def decode(cls, body):
+        return cls(bytes(body).decode("utf-8", errors="replace"))
+
+
+BODIES = (Registration, NodeTable, NodeLost, Abort, LearningRate, OptimizerBlob, StatesBlob,
+          SegmentName, ProbeToken, Text)

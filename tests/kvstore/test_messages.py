@@ -1,0 +1,166 @@
+"""The message bodies (messages.py), in one process: each type round-trips, keeps the bytes
+the kvstore sent before the bodies had a module of their own, and, fed seeded garbage
+(random, truncated, bit-flipped, or JSON with wrong fields), decodes to a valid value or
+raises BodyError, never anything else."""
+import json
+import random
+import time
+
+import pytest
+
+from minigluon.kvstore.messages import (BODIES, Abort, BodyError, LearningRate, NodeLost,
+                                        NodeTable, OptimizerBlob, ProbeToken, Registration,
+                                        SegmentName, StatesBlob, Text)
+from minigluon.kvstore.wire import Cmd, Message
+
+TOKEN = bytes(range(16))
+LOST = {"role": "worker", "rank": 1, "pid": 4242, "address": "127.0.0.1"}
+SERVERS = ({"rank": 0, "tcp": "tcp://10.0.0.1:9000", "ipc": None, "hostid": "h/boot"},
+           {"rank": 1, "tcp": "tcp://10.0.0.2:9000", "ipc": "ipc:///tmp/mgkv-1.sock",
+            "hostid": "g/boot"})
+
+# a few values of every body type; the fuzz test garbles their encodings
+SAMPLES = {
+    Registration: [Registration("server", "10.0.0.1", "h/boot", 77, 0, tcp="tcp://10.0.0.1:9000",
+                                ipc="ipc:///tmp/mgkv-77.sock"),
+                   Registration("worker", "10.0.0.2", "g/boot", 78, None, sync=False)],
+    NodeTable: [NodeTable(1, 2, 2, SERVERS, TOKEN),
+                NodeTable(0, 2, 2, SERVERS, TOKEN, ("worker-a", "worker-b"))],
+    NodeLost: [NodeLost(LOST, "it sent no heartbeat for 1.6 s", 1)],
+    Abort: [Abort("uneven steps"), Abort("it sent no heartbeat", LOST)],
+    LearningRate: [LearningRate(0.1), LearningRate(1e-300), LearningRate(-3.0)],
+    OptimizerBlob: [OptimizerBlob(TOKEN, b"\x80\x04pickle."), OptimizerBlob(TOKEN, b"")],
+    StatesBlob: [StatesBlob(TOKEN, b"\x80\x04states.")],
+    SegmentName: [SegmentName("mgkv-123-0123456789abcdef-00")],
+    ProbeToken: [ProbeToken(TOKEN)],
+    Text: [Text("[server 0]: push to key 3: shape (2,) does not match — help: init first")],
+}
+
+
+def test_every_body_type_has_samples():
+    assert set(SAMPLES) == set(BODIES)
+
+
+@pytest.mark.parametrize("body", [b for v in SAMPLES.values() for b in v], ids=repr)
+def test_round_trip(body):
+    encoded = body.encode()
+    assert isinstance(encoded, bytes)
+    assert type(body).decode(encoded) == body
+
+
+def test_the_bytes_on_the_wire_did_not_change():
+    """The encodings equal what the senders built by hand before."""
+    reg = SAMPLES[Registration][0]
+    assert reg.encode() == json.dumps({
+        "role": "server", "host": "10.0.0.1", "hostid": "h/boot", "pid": 77, "rank_hint": 0,
+        "tcp": "tcp://10.0.0.1:9000", "ipc": "ipc:///tmp/mgkv-77.sock"}).encode()
+    assert SAMPLES[Registration][1].encode() == json.dumps({
+        "role": "worker", "host": "10.0.0.2", "hostid": "g/boot", "pid": 78,
+        "rank_hint": None, "sync": False}).encode()
+    assert SAMPLES[NodeTable][1].encode() == json.dumps({
+        "rank": 0, "num_workers": 2, "num_servers": 2, "servers": list(SERVERS),
+        "token": TOKEN.hex(), "workers": ["worker-a", "worker-b"]}).encode()
+    assert SAMPLES[NodeLost][0].encode() == json.dumps(
+        {"lost": LOST, "reason": "it sent no heartbeat for 1.6 s", "workers_left": 1}).encode()
+    assert Abort("why", LOST).encode() == json.dumps({"reason": "why", "lost": LOST}).encode()
+    assert LearningRate(0.25).encode() == b"\x00\x00\x00\x00\x00\x00\xd0?"
+    assert OptimizerBlob(TOKEN, b"blob").encode() == TOKEN + b"blob"
+    assert SegmentName("mgkv-1").encode() == b"mgkv-1"
+
+
+def test_errors_name_the_body_and_what_was_wrong():
+    with pytest.raises(BodyError, match=r"bad SET_LR body: .*8 bytes\), got 3 bytes"):
+        LearningRate.decode(b"abc")
+    with pytest.raises(BodyError, match=r"bad REGISTER body: role 'boss' cannot register"):
+        Registration.decode(b'{"role": "boss"}')
+    with pytest.raises(BodyError, match=r"bad REGISTER body: registration of a server lacks "
+                                        r"\['tcp'\]"):
+        Registration.decode(b'{"role": "server", "host": "h", "hostid": "x", "tcp": 5}')
+    with pytest.raises(BodyError, match=r"bad NODE_LOST body: not JSON"):
+        NodeLost.decode(b"{not json")
+    with pytest.raises(BodyError, match=r"bad NODE_LOST body: the lost node must be"):
+        NodeLost.decode(b'{"lost": 1}')
+    with pytest.raises(BodyError, match=r"bad SET_OPTIMIZER body: 5 bytes, shorter than the "
+                                        r"16-byte job token"):
+        OptimizerBlob.decode(b"short")
+    with pytest.raises(BodyError, match=r"node table .*'token' must be 16 bytes in hex"):
+        NodeTable.decode(b'{"rank": 0, "num_workers": 1, "num_servers": 1, "servers": [], '
+                         b'"token": "zz"}')
+    with pytest.raises(BodyError, match=r"SET_LR: the rate must be a number, got 'fast'"):
+        LearningRate("fast").encode()
+
+
+def test_an_abort_that_is_not_json_is_its_own_reason():
+    assert Abort.decode(b"not json") == Abort("not json", None)
+    assert Abort.decode(b'{"reason": "x", "lost": 3}') == Abort("x", None)
+    assert Abort.decode('{"reason": "x"}') == Abort("x", None)       # van.aborted is text
+
+
+def test_wire_text_and_segment_read_the_bodies():
+    msg = Message.decode(Message(Cmd.ERROR, payload=[Text("bad \u2603").encode()]).encode())
+    assert msg.text() == "bad \u2603"
+    assert Message(Cmd.SHM_PROBE, payload=[b"mgkv-\xff"]).segment() == "mgkv-\ufffd"
+
+
+# ---- fuzz ---------------------------------------------------------------------------------
+SEED = 14
+TRIES = 400                 # per body type
+TIME_LIMIT = 10.0           # seconds for all types together
+_JSON_JUNK = [None, True, 0, -1, 2 ** 70, 1.5, "", "x", "tcp://h:1", [], [1], {}, {"rank": 0},
+              float("nan")]
+
+
+def _garbled(rng, good):
+    """One corrupt variant of the valid encoding `good`."""
+    kind = rng.randrange(5)
+    if kind == 0:
+        return rng.randbytes(rng.randrange(0, 80))
+    if kind == 1:
+        return good[:rng.randrange(len(good) + 1)]
+    if kind == 2 and good:
+        data = bytearray(good)
+        for _ in range(rng.randrange(1, 4)):
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        return bytes(data)
+    if kind == 3:
+        return rng.choice([b"[" * 100000, b"{" * 5000, b"\xff\xfe\x00", b"null", b"[]",
+                           b'"text"', b"1e999", b"9" * 5000])
+    return _json_mutant(rng, good)
+
+
+def _json_mutant(rng, good):
+    """`good` as JSON with a field set to junk or removed (itself when not JSON)."""
+    try:
+        obj = json.loads(good)
+    except ValueError:
+        return good + rng.randbytes(rng.randrange(1, 8))
+    if not isinstance(obj, dict) or not obj:
+        return good
+    key = rng.choice(sorted(obj))
+    if rng.random() < 0.3:
+        del obj[key]
+    else:
+        obj[key] = rng.choice(_JSON_JUNK)
+    return json.dumps(obj).encode()
+
+
+def test_decoders_return_a_valid_value_or_raise_body_error():
+    rng = random.Random(SEED)
+    deadline = time.monotonic() + TIME_LIMIT
+    for cls in BODIES:
+        goods = [s.encode() for s in SAMPLES[cls]]
+        outcomes = {"value": 0, "error": 0}
+        for _ in range(TRIES):
+            assert time.monotonic() < deadline, "the fuzz test ran past its time limit"
+            body = _garbled(rng, rng.choice(goods))
+            try:
+                value = cls.decode(body)
+            except BodyError as err:
+                assert cls.LABEL in str(err), (cls, body, err)
+                outcomes["error"] += 1
+                continue
+            assert type(value) is cls, (cls, body, value)
+            again = value.encode()                 # a valid value encodes, and stays put
+            assert cls.decode(again).encode() == again, (cls, body, value)
+            outcomes["value"] += 1
+        assert sum(outcomes.values()) == TRIES
