@@ -40,4 +40,6 @@ from . import recordio, image  # noqa: F401
 from . import image as img  # noqa: F401
 from . import io  # noqa: F401
 from . import profiler, runtime  # noqa: F401
+from . import module  # noqa: F401  (mx.module)
+from . import module as mod  # noqa: F401  (mx.mod)
 kvstore.role.maybe_run_role()   # DMLC_ROLE=server/scheduler: serve here, then exit

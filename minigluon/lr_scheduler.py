@@ -89,8 +89,9 @@ class LRScheduler:
 class FactorScheduler(LRScheduler):
     """Multiply the rate by `factor` every `step` updates, never going below `stop_factor_lr`.
 
-    The rate is `base_lr * factor**k` with `k = (num_update - 1) // step`: the first decay
-    applies from update `step + 1`.
+    The rate is `base_lr` multiplied by `factor` k times (one multiplication at a time, as
+    MXNet does) with `k = (num_update - 1) // step`: the first decay applies from update
+    `step + 1`.
 
     >>> sched = mx.lr_scheduler.FactorScheduler(step=10, factor=0.5, base_lr=1.0)
     >>> sched(10), sched(11)
@@ -110,17 +111,15 @@ class FactorScheduler(LRScheduler):
 
     def _after_warmup(self, num_update):
         decays = max(0, (num_update - 1) // self.step)
-        if decays == 0:
-            return self.base_lr
-        return max(self.base_lr * self.factor ** decays, self.stop_factor_lr)
+        return _decayed(self, decays, self.stop_factor_lr)
 
 
 class MultiFactorScheduler(LRScheduler):
     """Multiply the rate by `factor` once past each update count in the list `step`.
 
-    >>> sched = mx.lr_scheduler.MultiFactorScheduler(step=[5, 8], factor=0.1, base_lr=1.0)
+    >>> sched = mx.lr_scheduler.MultiFactorScheduler(step=[5, 8], factor=0.5, base_lr=1.0)
     >>> sched(5), sched(6), sched(9)
-    (1.0, 0.1, 0.01)
+    (1.0, 0.5, 0.25)
     """
 
     def __init__(self, step, factor=1, base_lr=0.01, warmup_steps=0, warmup_begin_lr=0,
@@ -142,7 +141,23 @@ class MultiFactorScheduler(LRScheduler):
 
     def _after_warmup(self, num_update):
         decays = bisect.bisect_left(self.step, num_update)   # steps strictly below num_update
-        return self.base_lr * self.factor ** decays
+        return _decayed(self, decays, 0.0)
+
+
+def _decayed(sched, decays, floor):
+    """sched.base_lr multiplied by sched.factor `decays` times, one multiplication at a time
+    and raised to `floor` after each, as MXNet's schedulers do (so the last bits agree with
+    theirs, unlike factor**k). The last answer is kept, so a run of increasing update
+    counts costs one multiplication per decay in all."""
+    count, lr = 0, sched.base_lr
+    memo = getattr(sched, "_decay_memo", None)
+    if memo and memo[0] == (sched.base_lr, sched.factor, floor) and memo[1] <= decays:
+        count, lr = memo[1], memo[2]
+    while count < decays and lr > floor:
+        lr = max(lr * sched.factor, floor)
+        count += 1
+    sched._decay_memo = ((sched.base_lr, sched.factor, floor), decays, lr)
+    return lr
 
 
 class _AnnealScheduler(LRScheduler):

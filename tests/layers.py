@@ -26,6 +26,7 @@ FLOORS = (
     ("front ends", ("symbol", "numpy", "numpy_extension", "util")),
     ("library", ("initializer", "lr_scheduler", "optimizer", "metric", "recordio", "image",
                  "io")),
+    ("module", ("module",)),
     ("kvstore", ("kvstore",)),
     ("gluon", ("gluon",)),
     ("tools", ("tools", "test_utils", "")),      # "" is minigluon/__init__.py itself

@@ -124,3 +124,18 @@ def test_bad_arguments(make, needle):
         make()
     assert isinstance(info.value, ValueError)
     assert needle in str(info.value)
+
+
+def test_factor_schedulers_multiply_once_per_decay_as_mxnet():
+    # 0.1 * 0.1 * 0.1 * 0.1 differs from 0.1 * 0.1**3 in the last bit; MXNet multiplies
+    sched = mx.lr_scheduler.FactorScheduler(step=1, factor=0.1, base_lr=0.1)
+    expected, lr = [], 0.1
+    for _ in range(6):
+        expected.append(lr)
+        lr *= 0.1
+    assert [sched(i) for i in range(1, 7)] == expected
+    assert sched(3) == expected[2]          # going back recomputes from base_lr
+    multi = mx.lr_scheduler.MultiFactorScheduler(step=[2, 4, 6], factor=0.1, base_lr=0.1)
+    assert [multi(n) for n in (3, 5, 7)] == expected[1:4]
+    floor = mx.lr_scheduler.FactorScheduler(step=1, factor=0.1, base_lr=1.0, stop_factor_lr=0.05)
+    assert floor(3) == 0.05 and floor(50) == 0.05

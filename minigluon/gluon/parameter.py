@@ -78,6 +78,7 @@ class Parameter:
         self._var = None
         self.stype = _check_stype(name, "stype", stype)
         self.grad_stype = _check_stype(name, "grad_stype", grad_stype)
+        self._trainer = None       # the Trainer updating this parameter (_set_trainer)
 
     def __repr__(self):
         return f"Parameter {self.name} (shape={self.shape}, dtype={np.dtype(self.dtype).name})"
@@ -118,6 +119,16 @@ class Parameter:
                 self._data = [d.detach() for d in self._data]
         elif self._data is not None:
             self._init_grad()
+
+    def _set_trainer(self, trainer):
+        """Remember the Trainer that updates this parameter (None forgets it); a
+        row_sparse weight is read through its Trainer's kvstore, so it may have only one."""
+        if self.stype != "default" and trainer is not None and \
+                self._trainer is not None and self._trainer is not trainer:
+            raise MXNetError(f"Parameter {self.name!r} (stype {self.stype!r}) already has a "
+                             "Trainer; a sparse parameter can be updated by one Trainer only. "
+                             "Call _set_trainer(None) to detach it first")
+        self._trainer = trainer
 
     # ---- initialization ---------------------------------------------------------------
     def initialize(self, init=None, ctx=None, default_init=initializer.Uniform(),
@@ -493,6 +504,8 @@ def _fit_value(name, param, value, filename, cast_dtype, dtype_source):
 
 
 def _load_into(param, value, ctx):
+    if param._trainer is not None:      # a store holding the old weights must forget them
+        param._trainer._on_param_loaded(param)
     if param._data is None:
         if param._deferred_init:
             ctx = param._deferred_init[1] if ctx is None else _ctx_list(ctx)

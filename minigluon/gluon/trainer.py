@@ -9,6 +9,7 @@ and the Optimizer/Updater, so every kvstore (local, device, distributed) plugs i
 Out of scope: sparse (row_sparse) parameters and AMP loss scaling.
 """
 from .. import autograd
+from .. import config
 from .. import kvstore as kvs
 from .. import optimizer as opt
 from ..base import MXNetError
@@ -16,11 +17,16 @@ from ..kvstore.modes import mode_of
 from ..ndarray import NDArray
 from .parameter import Parameter, ParameterDict
 
-__all__ = ["Trainer", "StaleGradientError"]
+__all__ = ["Trainer", "StaleGradientError", "UpdateOnKVStoreError"]
 
 
 class StaleGradientError(MXNetError, UserWarning):
     """A parameter's gradient was not written by backward since the last step."""
+
+
+class UpdateOnKVStoreError(MXNetError, AssertionError):
+    """`update()` or `allreduce_grads()` called while the kvstore runs the optimizer (an
+    AssertionError, as MXNet raises it)."""
 
 
 class Trainer:
@@ -41,8 +47,11 @@ class Trainer:
     compression_params : dict, optional
         Gradient compression for the kvstore, e.g. `{'type': '2bit', 'threshold': 0.5}`.
     update_on_kvstore : bool, optional
-        Run the optimizer in the kvstore (True) or on every device (False); by default
-        True when a kvstore is used, as in MXNet.
+        Run the optimizer in the kvstore (True) or on every device (False). By default,
+        as in MXNet: `MXNET_UPDATE_ON_KVSTORE` (1) for dense parameters, except 'local'
+        with a parameter above 16M elements; for row_sparse gradients only on a dist
+        store; always for row_sparse weights and dist_async; never for a kvstore without
+        the 'optimizer' capability (e.g. a registered KVStoreBase such as 'teststore').
 
     >>> trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
     >>> with autograd.record():
@@ -56,6 +65,7 @@ class Trainer:
         self._params = _param_list(params)
         for param in self._params:
             _check_initialized(param, "creating the Trainer")
+            param._set_trainer(self)
         self._num_devices = max((len(p.list_ctx()) for p in self._params), default=1)
         self._init_optimizer(optimizer, optimizer_params)
         self._scale = self._optimizer.rescale_grad
@@ -69,6 +79,27 @@ class Trainer:
         self._update_on_kvstore = None
         self._distributed = False
         self._params_to_init = [i for i, _ in self._trainable()]
+
+    def _reset_kvstore(self):
+        """Forget the kvstore; the next step creates it again from the parameters' current
+        values. A distributed store cannot be reset (the other workers keep using it)."""
+        if self._kvstore is not None and self._distributed:
+            raise MXNetError(f"cannot reset the distributed {self._kvstore.type!r} kvstore: "
+                             "the other workers and the servers keep its weights. Load "
+                             "parameters before creating the Trainer")
+        self._kv_initialized = False
+        self._kvstore = None
+        self._distributed = False
+        self._update_on_kvstore = None
+        self._params_to_init = [i for i, _ in self._trainable()]
+
+    def _on_param_loaded(self, param):
+        """`param` gets new values from a file: a store that holds the weights (update on
+        kvstore) would overwrite them with its own, so it is rebuilt."""
+        index = next(i for i, p in enumerate(self._params) if p is param)
+        if self._kv_initialized and self._update_on_kvstore \
+                and index not in self._params_to_init:
+            self._reset_kvstore()
 
     def _init_optimizer(self, optimizer, optimizer_params):
         param_dict = dict(enumerate(self._params))
@@ -91,7 +122,9 @@ class Trainer:
 
     # ---- kvstore setup (lazy: deferred parameters get their shapes in the first forward) --
     def _init_kvstore(self):
-        kvstore = _create_kvstore(self._kvstore_params["kvstore"], self._num_devices)
+        sparse_weight = any(p.stype != "default" for p in self._params)
+        kvstore = _create_kvstore(self._kvstore_params["kvstore"], self._num_devices,
+                                  sparse_weight)
         if kvstore is not None:
             mode = mode_of(kvstore.type)
             self._distributed = mode.distributed
@@ -106,25 +139,46 @@ class Trainer:
     def _updates_in_store(self, kvstore, mode):
         """update_on_kvstore: whether the optimizer runs in `kvstore` (True) or on every
         device (False). The one place the Trainer decides it, with MXNet's rules: asked
-        for, else True unless the mode updates big parameters on the devices; a mode
-        whose servers apply each push (dist_async) must update in the store; a layer-wise
-        optimizer cannot run on servers that each hold a slice of a parameter."""
+        for, else the default of the parameters' kind; a store that must update (servers
+        applying each push, row_sparse weights) refuses False; a store that cannot run an
+        optimizer refuses True; a layer-wise optimizer cannot run on servers that each
+        hold a slice of a parameter."""
         requested = self._kvstore_params["update_on_kvstore"]
-        if mode.store_must_update:
-            if requested is False:
-                raise MXNetError(f"update_on_kvstore=False does not work with the "
-                                 f"{kvstore.type!r} kvstore: asynchronous training updates "
-                                 "on the servers; pass update_on_kvstore=True or leave it unset")
-            in_store = True
-        elif requested is not None:
-            in_store = bool(requested)
-        else:
-            in_store = self._default_in_store()
+        must, why = self._store_must_update(mode)
+        if must and requested is False:
+            raise kvs.KVStoreError(f"update_on_kvstore=False does not work here: {why}; "
+                                   "pass update_on_kvstore=True or leave it unset")
+        in_store = True if must else \
+            bool(requested) if requested is not None else self._default_in_store(mode)
+        if in_store and not kvstore.is_capable(kvs.KVStoreBase.OPTIMIZER):
+            if requested:
+                raise kvs.KVStoreError(
+                    f"update_on_kvstore=True needs a kvstore that can run the optimizer, but "
+                    f"{type(kvstore).__name__} ({kvstore.type!r}) cannot; pass "
+                    "update_on_kvstore=False or leave it unset")
+            in_store = False
         if in_store and mode.distributed:
             in_store = self._check_layerwise(kvstore, mode, requested)
         return in_store
 
-    def _default_in_store(self):
+    def _store_must_update(self, mode):
+        """(True, why) when only the store can run the optimizer."""
+        if mode.store_must_update:
+            return True, f"the {mode.name!r} kvstore updates on the servers as pushes arrive"
+        if any(p.stype != "default" for p in self._params):
+            return True, "row_sparse weights are updated in the kvstore"
+        if mode.distributed and self._sparse_grad():
+            return True, f"row_sparse gradients on the {mode.name!r} kvstore are applied there"
+        return False, ""
+
+    def _sparse_grad(self):
+        return any(p.grad_stype != "default" for p in self._params)
+
+    def _default_in_store(self, mode):
+        if self._sparse_grad():    # only distributed stores take them (_store_must_update)
+            return False
+        if not config.env_flag("MXNET_UPDATE_ON_KVSTORE", True):
+            return False
         name = self._kvstore_params["kvstore"]
         limit = mode_of(name).device_updates_above if isinstance(name, str) else None
         if limit is None:          # a store the user made, or a mode without a size rule
@@ -262,7 +316,7 @@ class Trainer:
 
     def _check_not_on_kvstore(self, what):
         if self._update_on_kvstore:
-            raise MXNetError(f"{what}() is not supported when the parameters are updated in "
+            raise UpdateOnKVStoreError(f"{what}() is not supported when the parameters are updated in "
                              "the kvstore; create the Trainer with update_on_kvstore=False")
 
     def _check_ready(self, what):
@@ -339,12 +393,14 @@ def _check_initialized(param, when):
             f"net.initialize(ctx=...) or net.collect_params().initialize()) before {when}")
 
 
-def _create_kvstore(kvstore, num_devices):
+def _create_kvstore(kvstore, num_devices, sparse_weight=False):
     """The kvstore the Trainer uses, or None, with MXNet's rules: one device needs none
-    unless the store is distributed."""
+    unless the store is distributed or holds row_sparse weights."""
     if isinstance(kvstore, kvs.KVStoreBase):
         return kvstore
-    if kvstore is None or (num_devices == 1 and not mode_of(kvstore).distributed):
+    if kvstore is None:
+        return None
+    if num_devices == 1 and not sparse_weight and not mode_of(kvstore).distributed:
         return None
     return kvs.create(kvstore)
 

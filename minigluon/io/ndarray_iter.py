@@ -144,12 +144,16 @@ class NDArrayIter(DataIter):
         self.reset()
 
     def _check_lengths(self):
+        """The number of samples: the first data array's, as in MXNet; an input with more
+        samples is read only that far, one with fewer cannot be."""
         lengths = {name: arr.shape[0] if arr.ndim else 0 for name, (arr, _) in
                    self._sources}
-        if len(set(lengths.values())) != 1:
-            raise ValueError(f"NDArrayIter: all inputs need the same number of samples "
-                             f"(axis 0), got {lengths}")
-        return next(iter(lengths.values()))
+        count = next(iter(lengths.values()))
+        short = {name: n for name, n in lengths.items() if n < count}
+        if short:
+            raise ValueError(f"NDArrayIter: every input needs at least the first data array's "
+                             f"{count} samples (axis 0), got {lengths}")
+        return count
 
     def _descs(self, sources):
         return [DataDesc(name, (self.batch_size,) + arr.shape[1:], arr.dtype.type)

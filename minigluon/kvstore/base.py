@@ -1,4 +1,4 @@
-"""The interface every kvstore implements, and the key/value checks they share.
+"""`mx.kv.KVStore`, the class of minigluon's own stores, and the key/value checks they share.
 
 A kvstore holds one value per key. Workers `push` values (one per device) that the store
 sums; with an optimizer set, the sum is a gradient and the store updates the value it holds
@@ -6,8 +6,10 @@ with it; `pull` copies the held value back to every device. The Trainer talks to
 parameters only through this interface, so the in-process stores (`local.py`) and the
 distributed one plug in the same way.
 
-Out of scope: sparse (row_sparse) values, `row_sparse_pull`, and registering third-party
-kvstore classes (MXNet's `KVStoreBase.register`).
+`KVStore` fills in the abstract `KVStoreBase` (interface.py, also the registry of
+user-defined stores) with `init`/`push`/`pull` and an in-store optimizer.
+
+Out of scope: sparse (row_sparse) values and `row_sparse_pull`.
 """
 from collections import OrderedDict
 
@@ -15,16 +17,17 @@ import numpy as np
 
 from ..base import MXNetError, ShapeError, DTypeError
 from ..ndarray import NDArray
+from .interface import KVStoreBase
 
-__all__ = ["KVStoreBase", "KVStoreError", "group_key_values", "check_compression_params"]
+__all__ = ["KVStore", "KVStoreError", "group_key_values", "check_compression_params"]
 
 
 class KVStoreError(MXNetError, ValueError):
     """A kvstore used the wrong way: an unknown or uninitialized key, a bad value..."""
 
 
-class KVStoreBase:
-    """The operations of every kvstore (MXNet's `mx.kv.KVStore` API).
+class KVStore(KVStoreBase):
+    """The operations of every minigluon kvstore (MXNet's `mx.kv.KVStore` API).
 
     >>> kv = mx.kv.create('local')
     >>> kv.init(3, mx.nd.ones((2, 3)))
@@ -32,8 +35,6 @@ class KVStoreBase:
     >>> out = mx.nd.zeros((2, 3))
     >>> kv.pull(3, out=out)                     # out is now all 2
     """
-
-    OPTIMIZER = "optimizer"
 
     def __init__(self, name):
         self._type = name
@@ -62,10 +63,10 @@ class KVStoreBase:
     @staticmethod
     def is_capable(capability):
         """Whether the store supports `capability`; only 'optimizer' is defined."""
-        if isinstance(capability, str) and capability.lower() == KVStoreBase.OPTIMIZER:
+        if isinstance(capability, str) and capability.lower() == KVStore.OPTIMIZER:
             return True
         raise KVStoreError(f"unknown kvstore capability {capability!r}; known: "
-                           f"{KVStoreBase.OPTIMIZER!r}")
+                           f"{KVStore.OPTIMIZER!r}")
 
     # ---- data -----------------------------------------------------------------------
     def init(self, key, value):

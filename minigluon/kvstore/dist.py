@@ -42,7 +42,7 @@ from ..autograd import pause
 from ..context import cpu
 from ..ndarray import NDArray
 from ..optimizer import Updater, get_updater
-from .base import KVStoreBase, KVStoreError, check_same_layout, group_key_values
+from .base import KVStore, KVStoreError, check_same_layout, group_key_values
 from .compression import TwoBitCompressor
 from .messages import (BodyError, LearningRate, OptimizerBlob, ProbeToken, SegmentName,
                        StatesBlob)
@@ -219,7 +219,7 @@ def _direct_view(out):
     return None
 
 
-class KVStoreDist(KVStoreBase):
+class KVStoreDist(KVStore):
     """A distributed kvstore worker: 'dist_sync', 'dist_async', 'dist_sync_device',
     'dist_async_device', or 'dist' (= dist_sync).
 

@@ -8,13 +8,13 @@ into each output, on its own device.
 from ..autograd import pause
 from ..context import cpu
 from ..ndarray import zeros
-from .base import KVStoreBase, KVStoreError, check_same_layout, group_key_values
+from .base import KVStore, KVStoreError, check_same_layout, group_key_values
 from .reduce import sum_into
 
 __all__ = ["KVStoreLocal", "KVStoreDevice"]
 
 
-class KVStoreLocal(KVStoreBase):
+class KVStoreLocal(KVStore):
     """The 'local' kvstore (alias 'local_allreduce_cpu'): values live and are summed on
     the CPU, and the optimizer, when set, runs there.
 

@@ -1,6 +1,10 @@
 """`mx.nd`: the NDArray type, creation functions, and one function per registered operator."""
+import math as _math
+import operator as _operator
 import sys as _sys
 import types as _types
+
+import numpy as _np
 
 from . import ops_elemwise, ops_reduce, ops_shape, ops_nn  # noqa: F401  (register ops)
 from . import ops_convolution, ops_deconvolution, ops_pooling, ops_ctc  # noqa: F401
@@ -8,6 +12,7 @@ from . import ops_numpy  # noqa: F401  (NumPy-semantics ops behind mx.np)
 from . import ops_sequence  # noqa: F401  (SequenceMask, SequenceLast, SequenceReverse)
 from . import ops_rnn  # noqa: F401  (the fused RNN operator)
 from . import ops_math  # noqa: F401  (inverse trigonometric, angle and cube-root ops)
+from . import ops_optimizer_mp  # noqa: F401  (mp_*, multi_* optimizer updates, reset_arrays)
 from . import random  # noqa: F401
 from . import ops_loss  # noqa: F401  (make_loss)
 from .creation import (arange, array, empty, eye, full, linspace, ones, waitall,  # noqa: F401
@@ -44,6 +49,37 @@ _module = _sys.modules[__name__]
 for _name, _op in _OPS.items():
     if not hasattr(_module, _name):
         setattr(_module, _name, _make_function(_op, _name))
+
+# MXNet's nd.add(2, 3), nd.power(0.9, t), nd.equal(1, 1), ... with two plain numbers give a
+# plain number (no array is made); the same functions on arrays run the operator.
+_SCALAR_PAIRS = {
+    "add": _operator.add, "subtract": _operator.sub, "multiply": _operator.mul,
+    "divide": _operator.truediv, "true_divide": _operator.truediv, "modulo": _operator.mod,
+    "power": _operator.pow, "maximum": lambda x, y: x if x > y else y,
+    "minimum": lambda x, y: x if x < y else y, "hypot": _math.hypot,
+    "equal": lambda x, y: 1 if x == y else 0, "not_equal": lambda x, y: 1 if x != y else 0,
+    "greater": lambda x, y: 1 if x > y else 0, "greater_equal": lambda x, y: 1 if x >= y else 0,
+    "lesser": lambda x, y: 1 if x < y else 0, "lesser_equal": lambda x, y: 1 if x <= y else 0,
+    "logical_and": lambda x, y: 1 if x and y else 0, "logical_or": lambda x, y: 1 if x or y else 0,
+    "logical_xor": lambda x, y: 1 if bool(x) != bool(y) else 0,
+}
+
+
+def _scalar_pair(name, function, python):
+    def pair(*args, **kwargs):
+        if (len(args) == 2 and not kwargs and isinstance(args[0], _NUMBERS)
+                and isinstance(args[1], _NUMBERS)):
+            return python(*args)
+        return function(*args, **kwargs)
+    pair.__name__ = pair.__qualname__ = name
+    pair.__doc__ = function.__doc__
+    return pair
+
+
+_NUMBERS = (int, float, _np.generic)
+for _name, _python in _SCALAR_PAIRS.items():
+    if hasattr(_module, _name):
+        setattr(_module, _name, _scalar_pair(_name, getattr(_module, _name), _python))
 
 # mx.nd._internal: the operators whose names start with "_" (e.g. _slice_assign), by name
 _internal = _types.ModuleType(__name__ + "._internal", "Internal operators, by name.")

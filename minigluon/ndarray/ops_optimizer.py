@@ -3,8 +3,10 @@ weight that returns the new weight (pass `out=weight` to update it in place, as 
 optimizers do) and updates its state arrays (momentum, moments, ...) in place. The formulas
 are those of MXNet's operator documentation; they have no gradient.
 
-Every op first forms the effective gradient g = clip(rescale_grad * grad, clip_gradient)
-+ wd * weight (clip_gradient < 0: no clipping)."""
+Most ops first form the effective gradient g = clip(rescale_grad * grad, clip_gradient)
++ wd * weight (clip_gradient < 0: no clipping); adam, rmsprop and rmspropalex add the
+weight decay before clipping, signsgd ignores rescale_grad and clip_gradient and decays the
+weight multiplicatively, as MXNet's kernels do."""
 from ..base import ShapeError
 from .registry import register
 
@@ -16,6 +18,13 @@ def _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd):
     return g + wd * weight
 
 
+def _decayed_then_clipped(xp, weight, grad, rescale_grad, clip_gradient, wd):
+    g = rescale_grad * grad + wd * weight
+    if clip_gradient is not None and clip_gradient >= 0:
+        g = xp.clip(g, -clip_gradient, clip_gradient)
+    return g
+
+
 def _check(name, weight, *arrays):
     for a in arrays:
         if a.shape != weight.shape:
@@ -24,7 +33,7 @@ def _check(name, weight, *arrays):
 
 
 def _clip_weights(xp, w, clip_weights):
-    return xp.clip(w, -clip_weights, clip_weights) if clip_weights > 0 else w
+    return xp.clip(w, -clip_weights, clip_weights) if clip_weights >= 0 else w
 
 
 @register("sgd_update", inputs=("weight", "grad"))
@@ -58,21 +67,21 @@ def nag_mom_update(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad
 
 @register("signsgd_update", inputs=("weight", "grad"))
 def signsgd_update(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0):
-    """weight - lr * sign(g)."""
+    """(1 - lr * wd) * weight - lr * sign(grad): only the gradient's sign counts, so
+    rescale_grad and clip_gradient change nothing."""
     _check("signsgd_update", weight, grad)
-    g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
-    return weight - lr * xp.sign(g), None
+    return (1 - lr * wd) * weight - lr * xp.sign(grad), None
 
 
 @register("signum_update", inputs=("weight", "grad", "mom"))
 def signum_update(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
                   clip_gradient=-1.0, wd_lh=0.0):
-    """mom = momentum * mom + (1 - momentum) * g (in place); returns
-    (1 - lr * wd_lh) * weight - lr * sign(mom)."""
+    """mom = momentum * mom - (1 - momentum) * g (in place: MXNet keeps the negated
+    average); returns (1 - lr * wd_lh) * weight + lr * sign(mom)."""
     _check("signum_update", weight, grad, mom)
     g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
-    mom[...] = momentum * mom + (1 - momentum) * g
-    return (1 - lr * wd_lh) * weight - lr * xp.sign(mom), None
+    mom[...] = momentum * mom - (1 - momentum) * g
+    return (1 - lr * wd_lh) * weight + lr * xp.sign(mom), None
 
 
 @register("adam_update", inputs=("weight", "grad", "mean", "var"))
@@ -82,7 +91,7 @@ def adam_update(xp, weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon
     returns weight - lr * mean / (sqrt(var) + epsilon) (no bias correction: the caller
     folds it into lr, as MXNet's Adam does)."""
     _check("adam_update", weight, grad, mean, var)
-    g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
+    g = _decayed_then_clipped(xp, weight, grad, rescale_grad, clip_gradient, wd)
     mean[...] = beta1 * mean + (1 - beta1) * g
     var[...] = beta2 * var + (1 - beta2) * g * g
     return weight - lr * mean / (xp.sqrt(var) + epsilon), None
@@ -92,9 +101,9 @@ def adam_update(xp, weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon
 def rmsprop_update(xp, weight, grad, n, lr, gamma1=0.95, epsilon=1e-8, wd=0.0, rescale_grad=1.0,
                    clip_gradient=-1.0, clip_weights=-1.0):
     """n = gamma1 * n + (1 - gamma1) * g^2 (in place); returns
-    weight - lr * g / sqrt(n + epsilon), clipped to +-clip_weights when that is positive."""
+    weight - lr * g / sqrt(n + epsilon), clipped to +-clip_weights when that is >= 0."""
     _check("rmsprop_update", weight, grad, n)
-    g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
+    g = _decayed_then_clipped(xp, weight, grad, rescale_grad, clip_gradient, wd)
     n[...] = gamma1 * n + (1 - gamma1) * g * g
     return _clip_weights(xp, weight - lr * g / xp.sqrt(n + epsilon), clip_weights), None
 
@@ -107,7 +116,7 @@ def rmspropalex_update(xp, weight, grad, n, g, delta, lr, gamma1=0.95, gamma2=0.
     delta = gamma2 * delta - lr * grad / sqrt(n - g^2 + epsilon) are updated in place;
     returns weight + delta (clipped as in rmsprop_update)."""
     _check("rmspropalex_update", weight, grad, n, g, delta)
-    eg = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
+    eg = _decayed_then_clipped(xp, weight, grad, rescale_grad, clip_gradient, wd)
     n[...] = gamma1 * n + (1 - gamma1) * eg * eg
     g[...] = gamma1 * g + (1 - gamma1) * eg
     delta[...] = gamma2 * delta - lr * eg / xp.sqrt(n - g * g + epsilon)

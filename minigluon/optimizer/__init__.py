@@ -4,10 +4,12 @@
 >>> updater = mx.optimizer.get_updater(opt)
 >>> updater(0, grad, weight)
 
-Out of scope: sparse (row_sparse) gradients, aggregated multi-tensor kernels, and the less
-used MXNet rules (SGLD, LBSGD).
+The formulas of the rules that MXNet runs as fused operators live once, in
+`minigluon/ndarray/ops_optimizer.py` (`mx.nd.sgd_update`, ...), and the rules call them.
+
+Out of scope: sparse (row_sparse) gradients and MXNet's LBSGD.
 """
-from .optimizer import Optimizer, OptimizerError, create, register  # noqa: F401
+from .optimizer import Optimizer, OptimizerError, SchedulerConflict, create, register  # noqa: F401
 from .sgd import SGD  # noqa: F401
 from .nag import NAG  # noqa: F401
 from .adam import Adam  # noqa: F401
@@ -22,8 +24,10 @@ from .lamb import LAMB  # noqa: F401
 from .lars import LARS  # noqa: F401
 from .dcasgd import DCASGD  # noqa: F401
 from .ftml import FTML  # noqa: F401
+from .sgld import SGLD  # noqa: F401
+from .trivial import Test  # noqa: F401
 from .updater import Updater, get_updater  # noqa: F401
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "AdaGrad", "AdaDelta", "RMSProp", "Signum",
-           "Adamax", "Nadam", "Ftrl", "LAMB", "LARS", "DCASGD", "FTML",
-           "create", "register", "get_updater", "Updater", "OptimizerError"]
+           "Adamax", "Nadam", "Ftrl", "LAMB", "LARS", "DCASGD", "FTML", "SGLD", "Test",
+           "create", "register", "get_updater", "Updater", "OptimizerError", "SchedulerConflict"]

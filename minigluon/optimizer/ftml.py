@@ -1,6 +1,7 @@
 """FTML (MXNet's `FTML`): follow the moving leader."""
 import math
 
+from ..ndarray.ops_optimizer_mp import ftml_step
 from .optimizer import Optimizer, check_range, register
 
 __all__ = ["FTML"]
@@ -20,13 +21,11 @@ class FTML(Optimizer):
     Parameters
     ----------
     learning_rate : float
-        Default 0.0025.
+        Default 0.01 (MXNet's FTML takes the Optimizer default).
     beta1, beta2 : float
         In [0, 1).
     epsilon : float
     """
-
-    default_learning_rate = 0.0025
 
     def __init__(self, learning_rate=None, beta1=0.6, beta2=0.999, epsilon=1e-8, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -39,14 +38,7 @@ class FTML(Optimizer):
         return tuple(self._zeros_like(weight) for _ in range(3))     # d_prev, v, z
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
-        t = self._index_update_count[index]
-        d_prev, v, z = state
-        g = self._rescaled_decayed(xp, grad, weight, wd)
-        v *= self.beta2
-        v += (1.0 - self.beta2) * (g * g)
-        d = (1.0 - self.beta1 ** t) / lr * (xp.sqrt(v / (1.0 - self.beta2 ** t)) +
-                                            self.epsilon)
-        z *= self.beta1
-        z += (1.0 - self.beta1) * g - (d - self.beta1 * d_prev) * weight
-        weight[...] = -z / d
-        d_prev[...] = d
+        d, v, z = state
+        ftml_step(xp, weight, grad, d, v, z, lr, self._index_update_count[index],
+                  beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon, wd=wd,
+                  rescale_grad=float(self.rescale_grad), clip_grad=self._clip_arg())

@@ -1,4 +1,5 @@
-"""Nesterov accelerated gradient (MXNet's NAG)."""
+"""Nesterov accelerated gradient (MXNet's NAG, `nag_mom_update`)."""
+from ..ndarray.ops_optimizer_mp import nag_mom_step, sgd_step
 from .optimizer import Optimizer, check_range, register
 
 __all__ = ["NAG"]
@@ -6,14 +7,15 @@ __all__ = ["NAG"]
 
 @register
 class NAG(Optimizer):
-    """SGD with Nesterov momentum.
+    """SGD with Nesterov momentum, in MXNet 1.x's form (the momentum holds lr-scaled steps).
 
     With `g = clip(rescale_grad * grad, clip_gradient) + wd * weight`, one step is::
 
-        mom    = momentum * mom + g
-        weight = weight - lr * (g + momentum * mom)
+        mom    = momentum * mom - lr * g
+        weight = weight + momentum * mom - lr * g
 
-    and without momentum `weight -= lr * g`.
+    and without momentum `weight -= lr * g`. With multi_precision=True, float16 weights step
+    on a float32 master copy; the state is then `(momentum or None, master)` as in MXNet.
 
     Parameters
     ----------
@@ -22,6 +24,8 @@ class NAG(Optimizer):
 
     >>> opt = mx.optimizer.NAG(learning_rate=0.1, momentum=0.9)
     """
+
+    master_last = True
 
     def __init__(self, momentum=0.0, **kwargs):
         super().__init__(**kwargs)
@@ -32,11 +36,9 @@ class NAG(Optimizer):
         return self._zeros_like(weight) if self.momentum != 0.0 else None
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
-        g = self._rescaled(xp, grad)
-        if wd:
-            g += wd * weight
-        if state is not None:
-            state *= self.momentum
-            state += g
-            g += self.momentum * state
-        weight -= lr * g
+        args = dict(wd=wd, rescale_grad=float(self.rescale_grad),
+                    clip_gradient=self._clip_arg())
+        if state is None:
+            sgd_step(xp, weight, grad, lr, **args)
+        else:
+            nag_mom_step(xp, weight, grad, state, lr, momentum=self.momentum, **args)

@@ -19,11 +19,16 @@ from .. import autograd
 from ..base import ContextError, DTypeError, MXNetError, ShapeError, unknown_name
 from ..ndarray import NDArray
 
-__all__ = ["Optimizer", "OptimizerError", "register", "create"]
+__all__ = ["Optimizer", "OptimizerError", "SchedulerConflict", "register", "create"]
 
 
 class OptimizerError(MXNetError, ValueError):
     """A bad optimizer argument: a hyperparameter out of range, a negative learning rate..."""
+
+
+class SchedulerConflict(OptimizerError, UserWarning):
+    """set_learning_rate on an optimizer driven by an lr_scheduler. MXNet raises a
+    UserWarning here, so this error is one too (`except UserWarning` catches it)."""
 
 
 def check_range(owner, name, value, low, high, high_open=False):
@@ -73,6 +78,9 @@ class Optimizer:
     # True for rules that need a whole parameter at once (norms of the weight, as LAMB and
     # LARS take): a dist kvstore's server that holds only a slice cannot run them
     layerwise = False
+    # Where a multi-precision state keeps its float32 master copy: MXNet's SGD, NAG and LARS
+    # put it last, `(inner_state, master)`; the other rules put it first
+    master_last = False
 
     def __init__(self, rescale_grad=1., param_idx2name=None, wd=0., clip_gradient=None,
                  learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
@@ -147,9 +155,10 @@ class Optimizer:
         return self.lr
 
     def set_learning_rate(self, lr):
-        """Set the global rate; not allowed when an lr_scheduler drives it."""
+        """Set the global rate; not allowed when an lr_scheduler drives it (raises
+        `SchedulerConflict`, a UserWarning raised as an error, as MXNet does)."""
         if self.lr_scheduler is not None:
-            raise OptimizerError(f"{type(self).__name__}: the learning rate comes from its "
+            raise SchedulerConflict(f"{type(self).__name__}: the learning rate comes from its "
                                  "lr_scheduler; change the scheduler (e.g. its base_lr) "
                                  "instead of calling set_learning_rate")
         _check_lr(type(self).__name__, lr)
@@ -238,11 +247,13 @@ class Optimizer:
 
     def create_state_multi_precision(self, index, weight):
         """Like create_state, plus a float32 master copy for float16 weights when
-        multi_precision is on: the state is then `(master_weight, inner_state)`."""
+        multi_precision is on: the state is then `(master_weight, inner_state)`, or
+        `(inner_state, master_weight)` for the rules with `master_last` (SGD, NAG, LARS)."""
         if weight.dtype == np.float16 and self.multi_precision:
             with weight.context.scope():
                 master = NDArray(weight._data.astype(np.float32), weight.context)
-            return (master, self.create_state(index, master))
+            inner = self.create_state(index, master)
+            return (inner, master) if self.master_last else (master, inner)
         if weight.dtype == np.float16:
             warnings.warn(f"{type(self).__name__}: accumulating updates in float16 can hurt "
                           "accuracy; pass multi_precision=True to step on a float32 copy",
@@ -286,8 +297,12 @@ class Optimizer:
                 else:
                     self._step(w.context.xp, idx, w._data, g._data, _raw(s), float(lr), float(wd))
 
+    def _split_master(self, state):
+        """`(master, inner)` from a multi-precision state, whichever order the rule keeps."""
+        return (state[1], state[0]) if self.master_last else (state[0], state[1])
+
     def _step_master(self, index, weight, grad, state, lr, wd):
-        master, inner = state
+        master, inner = self._split_master(state)
         grad32 = grad._data.astype(np.float32)
         self._step(weight.context.xp, index, master._data, grad32, _raw(inner), float(lr),
                    float(wd))
@@ -303,7 +318,7 @@ class Optimizer:
         with autograd.pause():
             if not (self.multi_precision and weight.dtype == np.float16):
                 return self.update(index, weight, grad, state)
-            master, inner = state
+            master, inner = self._split_master(state)
             self.update(index, master, grad.astype(np.float32), inner)
             weight._data[...] = master._data.astype(weight._data.dtype)
 
@@ -331,6 +346,10 @@ class Optimizer:
                 "lr_mult and the lr_scheduler")
 
     # ---- gradient preprocessing shared by the rules -------------------------------------
+    def _clip_arg(self):
+        """clip_gradient as the fused operators take it: -1 (off) unless set and positive."""
+        return self.clip_gradient if self.clip_gradient else -1.0
+
     def _clip(self, xp, grad):
         """Clip `grad` in place to [-clip_gradient, clip_gradient] when clipping is on."""
         if self.clip_gradient is not None and self.clip_gradient > 0:

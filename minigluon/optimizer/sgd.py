@@ -18,7 +18,8 @@ class SGD(Optimizer):
         weight = weight + mom
 
     and without momentum `weight -= lr * (g + wd * weight)`. With multi_precision=True,
-    float16 weights step on a float32 master copy held in the state.
+    float16 weights step on a float32 master copy held in the state, which is then
+    `(momentum or None, master)` as in MXNet.
 
     Parameters
     ----------
@@ -29,6 +30,8 @@ class SGD(Optimizer):
 
     >>> opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=1e-4)
     """
+
+    master_last = True
 
     def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
         super().__init__(**kwargs)

@@ -1,4 +1,5 @@
 """Signum and signSGD (MXNet's `signum_update` / `signsgd_update`)."""
+from ..ndarray.ops_optimizer_mp import signsgd_step, signum_step
 from .optimizer import Optimizer, check_range, register
 
 __all__ = ["Signum"]
@@ -10,11 +11,12 @@ class Signum(Optimizer):
 
     With `g = clip(rescale_grad * grad, clip_gradient)`::
 
-        mom    = momentum * mom + (1 - momentum) * (g + wd * weight)
-        weight = (1 - lr * wd_lh) * weight - lr * sign(mom)
+        mom    = momentum * mom - (1 - momentum) * (g + wd * weight)
+        weight = (1 - lr * wd_lh) * weight + lr * sign(mom)
 
-    With momentum 0 (signSGD) no state is kept and the step is
-    `weight = (1 - lr * wd) * weight - lr * sign(grad)`, as in MXNet.
+    (the momentum holds the negated average, as MXNet's `signum_update` keeps it). With
+    momentum 0 (signSGD) no state is kept and the step is
+    `weight = (1 - lr * (wd + wd_lh)) * weight - lr * sign(grad)`.
 
     Parameters
     ----------
@@ -38,15 +40,9 @@ class Signum(Optimizer):
         return self._zeros_like(weight) if self.momentum != 0.0 else None
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
+        args = dict(wd=wd, rescale_grad=float(self.rescale_grad),
+                    clip_gradient=self._clip_arg(), wd_lh=self.wd_lh)
         if state is None:
-            direction, decay = xp.sign(grad), wd
+            signsgd_step(xp, weight, grad, lr, **args)
         else:
-            g = self._rescaled(xp, grad)
-            if wd:
-                g += wd * weight
-            state *= self.momentum
-            state += (1.0 - self.momentum) * g
-            direction, decay = xp.sign(state), self.wd_lh
-        if decay:
-            weight *= 1.0 - lr * decay
-        weight -= lr * direction
+            signum_step(xp, weight, grad, state, lr, momentum=self.momentum, **args)

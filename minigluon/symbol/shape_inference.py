@@ -6,6 +6,7 @@ inference does for FullyConnected's weight and bias.
 import numpy as np
 
 from ..base import MXNetError
+from . import implicit
 
 
 def _fully_connected(attrs, shapes):
@@ -19,6 +20,7 @@ def _fully_connected(attrs, shapes):
 
 # op name -> rule(attrs, input shapes (None where unknown)) -> {input position: shape}
 PARAMETER_RULES = {"FullyConnected": _fully_connected}
+PARAMETER_RULES.update(implicit.PARAMETER_SHAPES)   # the other layers that create parameters
 
 
 def _known(shape):

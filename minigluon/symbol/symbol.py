@@ -17,6 +17,7 @@ import numpy as np
 from ..base import MXNetError
 from ..name import NameManager
 from ..ndarray import operator_methods, registry
+from . import implicit
 
 _node_seq = itertools.count()
 _np_class = None   # mx.np's symbol class, registered by mx.np (which sits above symbol)
@@ -130,6 +131,13 @@ class Symbol:
 
     def list_auxiliary_states(self):
         return []
+
+    def attr_dict(self):
+        """{variable name: {attribute: str value}}: `__lr_mult__`, `__wd_mult__`, `__init__`
+        as given to `Variable` or to the layer that created the variable."""
+        return {n.name: {k: str(v) for k, v in n.var_attrs.items() if k.startswith("__")}
+                for n in self._topo() if n.is_var and
+                any(k.startswith("__") for k in n.var_attrs)}
 
     def get_internals(self):
         """Every node's outputs, as one grouped symbol."""
@@ -270,6 +278,10 @@ def var(name, shape=None, dtype=None, init=None, lr_mult=None, wd_mult=None, **k
         raise MXNetError(f"Variable name must be a str, got {name!r}")
     attrs = {"shape": tuple(shape) if shape is not None else None,
              "dtype": np.dtype(dtype).name if dtype is not None else None}
+    attrs.update({f"__{k}__": float(v) for k, v in (("lr_mult", lr_mult), ("wd_mult", wd_mult))
+                  if v is not None})
+    if init is not None:
+        attrs["__init__"] = init if isinstance(init, str) else init.dumps()
     return Symbol([(_Node(None, [], {}, name, attrs), 0)])
 
 
@@ -282,6 +294,20 @@ def Group(symbols):
     for s in symbols:
         outs.extend(s._outputs)
     return Symbol(outs)
+
+
+def _with_params(op, inputs, attrs, name):
+    """`inputs` with a new variable `<name>_<input>` for each parameter the layer creates
+    when it is left out (see implicit.py); lr_mult/wd_mult move from attrs onto those."""
+    mults = implicit.take_mults(attrs)
+    params = implicit.param_inputs(op.name, attrs)
+    inputs = list(inputs)
+    for pos, input_name in enumerate(op.inputs):
+        if input_name in params and inputs[pos] is None:
+            inputs[pos] = var(f"{name}_{input_name}")
+            inputs[pos]._outputs[0][0].var_attrs.update(
+                implicit.param_attrs(op.name, input_name, mults))
+    return inputs
 
 
 def _entry_of(x, op_name):
@@ -301,8 +327,10 @@ def apply_op(op, args, kwargs):
         if len(extra) > len(fn_params):
             raise MXNetError(f"{op.name}: too many positional arguments")
         attrs = dict(zip(fn_params, extra), **attrs)
+    name = name or _auto_name(op.name)
+    inputs = _with_params(op, inputs, attrs, name)
     entries = [_entry_of(x, op.name) for x in inputs]
-    node = _Node(op, entries, attrs, name or _auto_name(op.name))
+    node = _Node(op, entries, attrs, name)
     # like NDArrays, results take the class of the first symbol input (mx.np's or legacy)
     cls = next((type(x) for x in inputs if isinstance(x, Symbol)), Symbol)
     return cls([(node, i) for i in range(node.num_outputs)])

@@ -397,6 +397,8 @@ def test_update_and_allreduce_refuse_update_on_kvstore():
         trainer.update(2)
     with pytest.raises(MXNetError, match=r"allreduce_grads\(\) is not supported"):
         trainer.allreduce_grads()
+    with pytest.raises(AssertionError):              # MXNet raises an AssertionError
+        trainer.update(2)
 
 
 def test_compression_error_at_first_step_of_a_local_store():
@@ -442,3 +444,144 @@ def test_step_twice_without_backward_is_stale_unless_ignored():
         trainer.step(1)
     trainer.step(1, ignore_stale_grad=True)          # skipped: the weight keeps its value
     np.testing.assert_array_equal(net.weight.data().asnumpy(), after_one)
+
+
+# ---- the Trainer and its parameters, kvstore choices --------------------------------------------
+def _param(ctxs, **kwargs):
+    x = gluon.Parameter("x", shape=(4,), **kwargs)
+    x.initialize(ctx=ctxs, init="zeros")
+    return x
+
+
+def _step_plus_one(trainer, x):
+    """Every copy gets gradient 1 (d(w + 1)/dw); with sgd at rate lr, each step subtracts
+    lr * len(ctxs) (the sum over devices)."""
+    with autograd.record():
+        for w in x.list_data():
+            (w + 1).backward()
+    trainer.step(1)
+
+
+def test_parameters_know_their_trainer():
+    x = _param(CPUS)
+    assert x._trainer is None
+    trainer = gluon.Trainer([x], "sgd")
+    assert x._trainer is trainer
+    x._set_trainer(None)
+    assert x._trainer is None
+    other = gluon.Trainer([x], "sgd")             # a dense parameter may change Trainer
+    assert x._trainer is other
+
+
+def test_a_sparse_parameter_takes_one_trainer():
+    x = _param(CPUS, stype="row_sparse")
+    first = gluon.Trainer([x], "sgd")
+    with pytest.raises(RuntimeError, match="'x' .*row_sparse.* already has a Trainer"):
+        gluon.Trainer([x], "sgd")
+    x._set_trainer(None)
+    gluon.Trainer([x], "sgd")
+    assert x._trainer is not first
+
+
+@pytest.mark.parametrize("kvstore", ["local", "device"])
+def test_loading_parameters_rebuilds_a_store_that_holds_the_weights(tmp_path, kvstore):
+    params = gluon.ParameterDict()
+    x = params.get("x", shape=(4,))
+    params.initialize(ctx=CPUS, init="zeros")
+    trainer = gluon.Trainer(params, "sgd", {"learning_rate": 0.1}, kvstore=kvstore)
+    params.save(str(tmp_path / "x.params"))
+    _step_plus_one(trainer, x)
+    assert trainer._update_on_kvstore is True
+    params.load(str(tmp_path / "x.params"))
+    assert trainer._kvstore is None and trainer._kv_initialized is False
+    _step_plus_one(trainer, x)                    # from the loaded zeros, not from -0.2
+    for w in x.list_data():
+        np.testing.assert_allclose(w.asnumpy(), np.full(4, -0.2), rtol=1e-6)
+
+
+def test_loading_keeps_a_store_that_only_sums(tmp_path):
+    params = gluon.ParameterDict()
+    x = params.get("x", shape=(4,))
+    params.initialize(ctx=CPUS, init="zeros")
+    trainer = gluon.Trainer(params, "sgd", {"learning_rate": 0.1}, update_on_kvstore=False)
+    params.save(str(tmp_path / "x.params"))
+    _step_plus_one(trainer, x)
+    store = trainer._kvstore
+    params.load(str(tmp_path / "x.params"))
+    assert trainer._kvstore is store
+    _step_plus_one(trainer, x)
+    np.testing.assert_allclose(x.data(mx.cpu(1)).asnumpy(), np.full(4, -0.2), rtol=1e-6)
+
+
+def test_a_distributed_store_cannot_be_reset():
+    @mx.kv.KVStoreBase.register
+    class DistSummer(mx.kv.KVStoreBase):      # 'dist' in its type: read as distributed
+        type = "dist_summer"
+
+        def broadcast(self, key, value, out, priority=0):
+            for arr in out:
+                arr[...] = value
+
+        def is_capable(self, capability):
+            return False
+
+    try:
+        x = _param(CPUS)
+        trainer = gluon.Trainer([x], "sgd", kvstore=mx.kv.create("distsummer"))
+        trainer._init_kvstore()
+        trainer._init_params()
+        with pytest.raises(MXNetError, match="cannot reset the distributed 'dist_summer'"):
+            trainer._reset_kvstore()
+    finally:
+        del mx.kv.KVStoreBase.kv_registry["distsummer"]
+
+
+def test_a_store_without_optimizer_updates_on_the_devices():
+    x = _param(CPUS)
+    trainer = gluon.Trainer([x], "sgd", {"learning_rate": 1.0, "momentum": 0.5},
+                            kvstore=mx.kv.create("teststore"))
+    _step_plus_one(trainer, x)
+    assert trainer._update_on_kvstore is False
+    for w in x.list_data():                       # summed gradient 2 on every copy
+        np.testing.assert_array_equal(w.asnumpy(), np.full(4, -2.0))
+    refused = gluon.Trainer([x], "sgd", kvstore=mx.kv.create("teststore"),
+                            update_on_kvstore=True)
+    with pytest.raises(ValueError, match="update_on_kvstore=True needs a kvstore that can "
+                                         "run the optimizer, but TestStore"):
+        refused._init_kvstore()
+
+
+@pytest.mark.parametrize("kwargs, env, expected", [
+    ({}, None, True),
+    ({}, "0", False),                              # MXNET_UPDATE_ON_KVSTORE
+    ({"grad_stype": "row_sparse"}, None, False),   # sparse gradients: only dist stores
+    ({"stype": "row_sparse"}, "0", True),          # sparse weights: always in the store
+])
+def test_update_on_kvstore_defaults(monkeypatch, kwargs, env, expected):
+    if env is not None:
+        monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", env)
+    x = _param(CPUS, **kwargs)
+    trainer = gluon.Trainer([x], "sgd", kvstore="device")
+    trainer._init_kvstore()
+    assert trainer._update_on_kvstore is expected
+
+
+def test_sparse_weights_refuse_updates_on_devices_and_need_a_store():
+    x = _param(CPUS, stype="row_sparse")
+    trainer = gluon.Trainer([x], "sgd", update_on_kvstore=False)
+    with pytest.raises(ValueError, match="update_on_kvstore=False does not work here: "
+                                         "row_sparse weights"):
+        trainer._init_kvstore()
+    one = gluon.Trainer([_param([mx.cpu(0)], stype="row_sparse")], "sgd")
+    one._init_kvstore()
+    assert one._kvstore is not None and one._update_on_kvstore is True
+    dense = gluon.Trainer([_param([mx.cpu(0)])], "sgd")
+    dense._init_kvstore()
+    assert dense._kvstore is None and dense._update_on_kvstore is None
+
+
+def test_bad_update_on_kvstore_environment(monkeypatch):
+    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", "maybe")
+    trainer = gluon.Trainer([_param(CPUS)], "sgd")
+    with pytest.raises(MXNetError, match="MXNET_UPDATE_ON_KVSTORE must be 0 or 1, got 'maybe'"):
+        trainer._init_kvstore()

@@ -137,8 +137,8 @@ def test_ndarray_iter_shuffle_follows_numpy_seed_and_keeps_pairs():
 def test_ndarray_iter_errors():
     with pytest.raises(ValueError, match="last_batch_handle"):
         mx.io.NDArrayIter(np.arange(4), last_batch_handle="keep")
-    with pytest.raises(ValueError, match="same number of samples"):
-        mx.io.NDArrayIter(np.arange(4), np.arange(5))
+    with pytest.raises(ValueError, match="at least the first data array's 4 samples"):
+        mx.io.NDArrayIter(np.arange(4), np.arange(3))
     with pytest.raises(ValueError, match="batch_size"):
         mx.io.NDArrayIter(np.arange(4), batch_size=0)
     with pytest.raises(TypeError, match="NDArray"):
@@ -452,3 +452,10 @@ def test_resize_iter_fixes_the_epoch_length():
     assert [b for b, _ in _epoch(it)] == [[0, 1], [2, 3], [0, 1]]
     it.reset()
     assert len(list(it)) == 3
+
+
+def test_ndarray_iter_counts_samples_by_the_first_data_array():
+    # MXNet reads a longer label only as far as the data goes
+    it = mx.io.NDArrayIter(np.arange(4.0), np.arange(10.0, 16.0), batch_size=2)
+    batches = [(b.data[0].asnumpy().tolist(), b.label[0].asnumpy().tolist()) for b in it]
+    assert batches == [([0.0, 1.0], [10.0, 11.0]), ([2.0, 3.0], [12.0, 13.0])]

@@ -1,5 +1,5 @@
 """The fused optimizer updates (ops_optimizer.py) against the formulas of MXNet's operator
-documentation, written out in NumPy over several steps: the returned weight, the states
+kernels, written out in NumPy over several steps: the returned weight, the states
 updated in place, the gradient left alone, clipping, and shape errors."""
 import numpy as np
 import pytest
@@ -14,6 +14,11 @@ HP = {"lr": 0.1, "wd": 0.01, "rescale_grad": 0.5, "clip_gradient": 0.6}
 
 def eff(w, g, wd=HP["wd"], clip=HP["clip_gradient"]):
     return np.clip(HP["rescale_grad"] * g, -clip, clip) + wd * w
+
+
+def decayed_then_clipped(w, g, wd=HP["wd"], clip=HP["clip_gradient"]):
+    """adam's and rmsprop's order: weight decay is added before clipping."""
+    return np.clip(HP["rescale_grad"] * g + wd * w, -clip, clip)
 
 
 def run(op, n_states, **kwargs):
@@ -33,8 +38,8 @@ def test_sgd_and_signsgd():
         w = w - 0.1 * eff(w, g)
     np.testing.assert_allclose(run(nd.sgd_update, 0, **HP)[0], w)
     w = W0.copy()
-    for g in GRADS:
-        w = w - 0.1 * np.sign(eff(w, g))
+    for g in GRADS:     # only the raw gradient's sign counts; wd decays the weight
+        w = (1 - 0.1 * 0.01) * w - 0.1 * np.sign(g)
     np.testing.assert_allclose(run(nd.signsgd_update, 0, **HP)[0], w)
 
 
@@ -60,8 +65,8 @@ def test_sgd_mom_and_nag_mom():
 def test_signum():
     w, m = W0.copy(), np.zeros_like(W0)
     for g in GRADS:
-        m = 0.9 * m + 0.1 * eff(w, g)
-        w = (1 - 0.1 * 0.02) * w - 0.1 * np.sign(m)
+        m = 0.9 * m - 0.1 * eff(w, g)         # MXNet keeps the negated average
+        w = (1 - 0.1 * 0.02) * w + 0.1 * np.sign(m)
     got_w, (got_m,) = run(nd.signum_update, 1, momentum=0.9, wd_lh=0.02, **HP)
     np.testing.assert_allclose(got_w, w)
     np.testing.assert_allclose(got_m, m)
@@ -70,7 +75,7 @@ def test_signum():
 def test_adam():
     w, m, v = W0.copy(), np.zeros_like(W0), np.zeros_like(W0)
     for g in GRADS:
-        e = eff(w, g)
+        e = decayed_then_clipped(w, g)
         m, v = 0.9 * m + 0.1 * e, 0.999 * v + 0.001 * e * e
         w = w - 0.1 * m / (np.sqrt(v) + 1e-8)
     got_w, (got_m, got_v) = run(nd.adam_update, 2, **HP)
@@ -81,7 +86,7 @@ def test_adam():
 def test_rmsprop_and_rmspropalex():
     w, n = W0.copy(), np.zeros_like(W0)
     for g in GRADS:
-        e = eff(w, g)
+        e = decayed_then_clipped(w, g)
         n = 0.95 * n + 0.05 * e * e
         w = np.clip(w - 0.1 * e / np.sqrt(n + 1e-8), -1.5, 1.5)
     got_w, (got_n,) = run(nd.rmsprop_update, 1, clip_weights=1.5, **HP)
@@ -89,7 +94,7 @@ def test_rmsprop_and_rmspropalex():
     np.testing.assert_allclose(got_n, n)
     w, n, a, d = W0.copy(), *(np.zeros_like(W0) for _ in range(3))
     for g in GRADS:
-        e = eff(w, g)
+        e = decayed_then_clipped(w, g)
         n, a = 0.95 * n + 0.05 * e * e, 0.95 * a + 0.05 * e
         d = 0.9 * d - 0.1 * e / np.sqrt(n - a * a + 1e-8)
         w = w + d
@@ -97,6 +102,13 @@ def test_rmsprop_and_rmspropalex():
     np.testing.assert_allclose(got_w, w)
     for got, want in zip(states, (n, a, d)):
         np.testing.assert_allclose(got, want)
+
+
+def test_clip_weights_zero_clips_to_zero():
+    w = nd.array(W0, dtype="float64")
+    nd.rmsprop_update(w, nd.array(GRADS[0], dtype="float64"), nd.zeros(W0.shape, dtype="float64"),
+                      out=w, lr=0.1, clip_weights=0.0)
+    np.testing.assert_array_equal(w.asnumpy(), np.zeros_like(W0))
 
 
 def test_ftrl():
