@@ -243,6 +243,7 @@ class Block:
         if not isinstance(loaded, dict):
             raise MXNetError(f"{filename}: holds a list of arrays, not named parameters")
         params = self._collect_params_with_prefix()
+        loaded = _fill_shared(params, loaded)
         if loaded and not any("." in k for k in loaded) and not set(loaded) & set(params):
             # a file of full names (save_params, MXNet's legacy format), not structural ones
             params = dict(self.collect_params().items())
@@ -501,6 +502,17 @@ def _flatten(out):
     if isinstance(out, Symbol) and len(out) > 1:
         return list(out), (list, [None] * len(out))
     return [out], None
+
+
+def _fill_shared(params, loaded):
+    """`loaded` plus, for a parameter shared under several names of which the file holds one
+    (save_parameters(deduplicate=True)), its value under the other names too."""
+    by_param = {}
+    for name, param in params.items():
+        if name in loaded:
+            by_param.setdefault(id(param), loaded[name])
+    shared = {name: by_param[id(p)] for name, p in params.items() if id(p) in by_param}
+    return {**shared, **loaded}
 
 
 def _describe_tree(block):

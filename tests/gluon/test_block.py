@@ -389,3 +389,20 @@ def test_hybrid_block_needs_an_array_and_refuses_mixed_arrays_and_symbols():
         f(None, None)
     with pytest.raises(ValueError, match="mix NDArrays and Symbols"):
         f(nd.ones((3,)), mx.sym.var("a"))
+
+
+def test_a_deduplicated_file_loads_back_into_every_name_of_a_shared_parameter(tmp_path):
+    def build():
+        net = gluon.nn.Sequential()
+        first = gluon.nn.Dense(3, in_units=3)
+        net.add(first, gluon.nn.Dense(3, in_units=3, params=first.collect_params()))
+        return net
+    net = build()
+    net.initialize()
+    assert net[1].weight is net[0].weight
+    net.save_parameters(str(tmp_path / "d.params"), deduplicate=True)
+    assert sorted(nd.load(str(tmp_path / "d.params"))) == ["0.bias", "0.weight"]
+    other = build()
+    other.load_parameters(str(tmp_path / "d.params"))
+    np.testing.assert_array_equal(other[1].weight.data().asnumpy(),
+                                  net[0].weight.data().asnumpy())
