@@ -22,6 +22,7 @@ from .registry import OPS as _OPS, invoke as _invoke
 from .serialize import load, load_frombuffer, save, save_to_bytes  # noqa: F401
 from . import ops_legacy, ops_optimizer, contrib  # noqa: F401  (register ops; mx.nd.contrib)
 from . import image  # noqa: F401  (mx.nd.image)
+from . import sparse  # noqa: F401  (mx.nd.sparse: the names, refusing sparse storage)
 from .manipulation import concatenate, moveaxis, onehot_encode  # noqa: F401
 from .interop import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: F401
 from .random import normal, uniform  # noqa: F401  (MXNet's legacy nd.normal / nd.uniform)
