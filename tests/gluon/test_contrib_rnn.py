@@ -49,12 +49,15 @@ def test_lstmp_cell_matches_numpy_and_finite_differences():
     heads = RNG.standard_normal((2, 2, 2))
     w = cell.h2r_weight.data()
 
-    def loss(h2r):
-        cell.h2r_weight.set_data(h2r)
+    def forward():
         out, _ = cell.unroll(2, nd.array(x[:, :2], dtype="float64"), merge_outputs=True)
         return (out * nd.array(heads, dtype="float64")).sum()
+
+    def loss(h2r):      # set_data outside record(): an in-place write to a weight that
+        cell.h2r_weight.set_data(h2r)   # needs a gradient is an error while recording
+        return forward()
     with autograd.record():
-        total = loss(w)
+        total = forward()
     total.backward()
     grad = cell.h2r_weight.grad().asnumpy()
     base = w.asnumpy()
