@@ -8,6 +8,9 @@ Prints ONE JSON line: for each number in the benchmark's line, the medians over 
 old and new and the median of the per-round new/old ratios. Each tree needs its C kernels
 built (`pip install -e TREE` or `python setup.py build_ext --inplace` in it)."""
 import json, os, statistics, subprocess, sys
+if len(sys.argv) < 5 or not sys.argv[4].isdigit():
+    sys.exit("usage: compare_trees.py OLD_TREE NEW_TREE SCRIPT ROUNDS [ARGS...] "
+             f"(ROUNDS a positive integer), got {sys.argv[1:]}")
 old, new, script, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 args = sys.argv[5:]
 res = {"old": [], "new": []}
