@@ -63,10 +63,7 @@ class KVStore(KVStoreBase):
     @staticmethod
     def is_capable(capability):
         """Whether the store supports `capability`; only 'optimizer' is defined."""
-        if isinstance(capability, str) and capability.lower() == KVStore.OPTIMIZER:
-            return True
-        raise KVStoreError(f"unknown kvstore capability {capability!r}; known: "
-                           f"{KVStore.OPTIMIZER!r}")
+        return check_capability(capability) == KVStore.OPTIMIZER
 
     # ---- data -----------------------------------------------------------------------
     def init(self, key, value):
@@ -227,3 +224,11 @@ def _check_threshold(ctype, threshold):
         raise KVStoreError(f"compression threshold for {ctype!r} must be a number {bound}, "
                            f"got {threshold!r}")
     return float(threshold)
+
+
+def check_capability(capability):
+    """`capability` as the lower-case name of a known capability, or a KVStoreError."""
+    if isinstance(capability, str) and capability.lower() == KVStoreBase.OPTIMIZER:
+        return capability.lower()
+    raise KVStoreError(f"unknown kvstore capability {capability!r}; known: "
+                       f"{KVStoreBase.OPTIMIZER!r}")

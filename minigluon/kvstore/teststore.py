@@ -10,7 +10,7 @@ are not minigluon's own.
 >>> kv.pushpull(0, [mx.nd.ones((2,)), mx.nd.ones((2,))], out=out)    # out == [2, 2]
 """
 from ..autograd import pause
-from .base import KVStoreError, group_key_values
+from .base import KVStoreError, check_capability, group_key_values
 from .interface import KVStoreBase
 
 __all__ = ["TestStore"]
@@ -46,10 +46,8 @@ class TestStore(KVStoreBase):
     @staticmethod
     def is_capable(capability):
         """No capability: this store cannot run an optimizer."""
-        if isinstance(capability, str) and capability.lower() == KVStoreBase.OPTIMIZER:
-            return False
-        raise KVStoreError(f"unknown kvstore capability {capability!r}; known: "
-                           f"{KVStoreBase.OPTIMIZER!r}")
+        check_capability(capability)
+        return False
 
     @property
     def type(self):

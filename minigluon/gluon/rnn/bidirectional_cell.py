@@ -1,15 +1,14 @@
 """BidirectionalCell: one cell reads the sequence left to right, another right to left,
 and their outputs are concatenated step by step."""
 from ...base import MXNetError
-from .rnn_cell import HybridRecurrentCell, check_unmodified
-from ... import ndarray as nd
+from .rnn_cell import ChildStatesMixin, HybridRecurrentCell
 from .sequence import (format_sequence, is_merged, mask_padded, reverse_steps,
                        start_states)
 
 __all__ = ["BidirectionalCell"]
 
 
-class BidirectionalCell(HybridRecurrentCell):
+class BidirectionalCell(ChildStatesMixin, HybridRecurrentCell):
     """Runs `l_cell` forward and `r_cell` backward in time over a sequence; the output at
     each step is concat(l_output, r_output) on the feature axis. It can only be unrolled.
 
@@ -37,15 +36,6 @@ class BidirectionalCell(HybridRecurrentCell):
     def __repr__(self):
         return (f"BidirectionalCell(forward={self._children['l_cell']!r}, "
                 f"backward={self._children['r_cell']!r})")
-
-    def state_info(self, batch_size=0):
-        return [info for cell in self._children.values()
-                for info in cell.state_info(batch_size)]
-
-    def begin_state(self, batch_size=0, func=nd.zeros, **kwargs):
-        check_unmodified(self)
-        return [s for cell in self._children.values()
-                for s in cell.begin_state(batch_size, func, **kwargs)]
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):

@@ -284,16 +284,8 @@ class GRUCell(_GatedCell):
         return h, [h]
 
 
-class _StackMixin(SequentialMixin):
-    """Cells applied one above the other; the states are the cells' states in order.
-
-    A step runs each cell once; `unroll` runs each cell over the whole sequence in turn,
-    so a stack may hold BidirectionalCells (which cannot step).
-    """
-
-    @property
-    def _can_step(self):
-        return all(cell._can_step for cell in self._children.values())
+class ChildStatesMixin:
+    """For a cell made of child cells: its states are the children's, in child order."""
 
     def state_info(self, batch_size=0):
         return [info for cell in self._children.values()
@@ -303,6 +295,18 @@ class _StackMixin(SequentialMixin):
         check_unmodified(self)
         return [s for cell in self._children.values()
                 for s in cell.begin_state(batch_size, func, **kwargs)]
+
+
+class _StackMixin(ChildStatesMixin, SequentialMixin):
+    """Cells applied one above the other; the states are the cells' states in order.
+
+    A step runs each cell once; `unroll` runs each cell over the whole sequence in turn,
+    so a stack may hold BidirectionalCells (which cannot step).
+    """
+
+    @property
+    def _can_step(self):
+        return all(cell._can_step for cell in self._children.values())
 
     def _split_states(self, states):
         if len(states) != len(self.state_info()):
