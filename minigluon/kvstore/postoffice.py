@@ -183,6 +183,7 @@ class PostOffice:
                                f"with the scheduler at {scheduler})",
                                on_reply=lambda msg: table.append(NodeTable.decode(msg.body())))
         self.van.wait([req], timeout=timeout, check=check)
+        self.heartbeat.heard()
         self._adopt(table[0])
         if self.role == "server":
             self.van.listen()
@@ -349,6 +350,14 @@ class Heartbeat:
                 self._watch_orphan()
         finally:
             self._sock.close(linger=0)
+
+    def heard(self):
+        """The scheduler answered on the node's main socket (the node table): that counts
+        as an answer. Else a scheduler killed before the heartbeat thread saw its first
+        reply would leave `_last_reply` None, and a node busy outside the kvstore would
+        never notice it was gone."""
+        if self._last_reply is None:
+            self._last_reply = time.monotonic()
 
     def _watch_orphan(self):
         silent = self.scheduler_silence()

@@ -156,11 +156,27 @@ report(rank=kv.rank, done=True)
 """
 
 
-def test_a_worker_busy_outside_the_kvstore_exits_when_the_scheduler_is_gone(tmp_path):
-    job = ChaosJob(tmp_path, BUSY, workers=1)
+# The heartbeat thread gets no CPU until the scheduler is dead, as on a loaded host: it
+# never saw a heartbeat answer, yet the worker must still notice (the node table counts).
+STARVED = """
+from minigluon.kvstore import postoffice
+beat = postoffice.Heartbeat._run
+def starved(self):
+    while not os.path.exists('scheduler-killed'):
+        time.sleep(0.005)
+    beat(self)
+postoffice.Heartbeat._run = starved
+"""
+
+
+@pytest.mark.parametrize("starved", [False, True], ids=["", "heartbeat-thread-starved"])
+def test_a_worker_busy_outside_the_kvstore_exits_when_the_scheduler_is_gone(tmp_path,
+                                                                            starved):
+    job = ChaosJob(tmp_path, (STARVED if starved else "") + BUSY, workers=1)
     try:
         job.wait_file("at-step-3")
         t0 = inject(job, job.pid("scheduler"), "kill")
+        (tmp_path / "scheduler-killed").touch()
         exited = job.watch(within=4 * TIMEOUT + 10)
         for name in ("worker0", "server0"):
             assert job.code(name) == 1 and exited[name] - t0 <= 2 * TIMEOUT, \
