@@ -1,13 +1,14 @@
 """1x1 convolutions on big feature maps, forward + backward: the pointwise matmul path
 (conv_pointwise.py) against the columns path it replaced, side by side in one process.
 
-Shapes: the 1x1 layers of ResNet-50's bottlenecks on 56x56 and 28x28 maps (one strided),
-and a small weight on a big map (where the old weight gradient took per-sample products).
+Shapes: 1x1 layers whose samples are big enough for the new path (ResNet-50's first
+bottleneck reduction, a wider one, and the layer of MXNet's test_slice_batchnorm on a
+smaller map), and three below the threshold, which run the old path both times.
 Each round times every shape once on each path, the order alternating by round, so load
 drift on a shared machine hits both alike. Prints ONE JSON line: per shape the median
 milliseconds of old and new and the median of the per-round new/old ratios.
 
-    python benchmarks/conv_pointwise.py [--rounds 5] [--batch 8]
+    python benchmarks/conv_pointwise.py [--rounds 5] [--batch 4]
 
 On an oversubscribed machine (load far above the cores), multi-threaded BLAS spends its
 time waking threads, per call, which punishes the per-sample matmuls of the new path; run
@@ -28,9 +29,12 @@ from minigluon.ndarray import conv_pointwise  # noqa: E402
 from harness import blas_threads  # noqa: E402
 
 SHAPES = {  # name: (channels, size, filters, stride)
+    # on the pointwise path (a sample's channels at least conv_pointwise.MIN_SAMPLE_BYTES)
+    "c256_56_f64": (256, 56, 64, 1),           # ResNet-50 stage 1, reducing
+    "c1024_56_f256": (1024, 56, 256, 1),       # twice the channels and filters
+    "c128_128_f128": (128, 128, 128, 1),       # MXNet's test_slice_batchnorm, a quarter map
+    # below the threshold: the same (columns) path both times, to show nothing got slower
     "c64_56_f256": (64, 56, 256, 1),
-    "c256_56_f64": (256, 56, 64, 1),
-    "c256_56_f128_s2": (256, 56, 128, 2),
     "c512_28_f128": (512, 28, 128, 1),
     "c16_128_f16": (16, 128, 16, 1),
 }
@@ -56,20 +60,20 @@ def make_step(batch, channels, size, filters, stride, seed=0):
 
 def timed(step, path):
     """Milliseconds of one step on `path` ('old': columns, 'new': pointwise)."""
-    saved = conv_pointwise.MIN_POSITIONS
-    conv_pointwise.MIN_POSITIONS = 10 ** 9 if path == "old" else saved
+    saved = conv_pointwise.MIN_SAMPLE_BYTES
+    conv_pointwise.MIN_SAMPLE_BYTES = 10 ** 15 if path == "old" else saved
     try:
         start = time.perf_counter()
         step()
         return (time.perf_counter() - start) * 1e3
     finally:
-        conv_pointwise.MIN_POSITIONS = saved
+        conv_pointwise.MIN_SAMPLE_BYTES = saved
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--batch", type=int, default=4)
     args = parser.parse_args()
     steps = {name: make_step(args.batch, *shape) for name, shape in SHAPES.items()}
     times = {name: {"old": [], "new": []} for name in SHAPES}

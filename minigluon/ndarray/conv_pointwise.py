@@ -8,10 +8,17 @@ output back, and col2im the same in backward, where these matmuls read the array
 """
 import math
 
+import numpy as np
+
 __all__ = ["Pointwise"]
 
-# below this many output positions per sample, a matmul per sample is too small to run well
-# and the batched columns of conv_host / conv_columns win (tests lower it to compare paths)
+# The path needs a sample's channel matrix (C/groups, P) of at least MIN_SAMPLE_BYTES and P
+# of at least MIN_POSITIONS. Below that one matmul per sample is small, and the batched
+# columns of conv_host / conv_columns, which put several samples in one matmul, win: on a
+# loaded machine every BLAS call pays for waking its threads. From 2 MiB up conv_host's
+# 4 MiB chunks hold one sample anyway, so the matmuls are the same, minus the copies.
+# (Tests lower both to compare the paths on small arrays.)
+MIN_SAMPLE_BYTES = 2 << 20
 MIN_POSITIONS = 256
 
 
@@ -22,9 +29,12 @@ class Pointwise:
         self.xp, self.win, self.groups = xp, win, groups
 
     @staticmethod
-    def applies(win):
+    def applies(win, channels, groups, dtype):
+        """True for a 1x1 unpadded window over maps big enough (see MIN_SAMPLE_BYTES)."""
+        positions = math.prod(win.out)
         return (all(k == 1 for k in win.kernel) and not any(win.pad) and
-                math.prod(win.out) >= MIN_POSITIONS)
+                positions >= MIN_POSITIONS and
+                channels // groups * positions * np.dtype(dtype).itemsize >= MIN_SAMPLE_BYTES)
 
     def _sampled(self, x):
         """The input positions the window reads: every stride-th, up to the output size."""

@@ -64,7 +64,7 @@ def convolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), pa
                  "(num_filter, channels/num_group, *kernel)")
     use_bias = bias is not None and not no_bias
     check_param(op, "bias", bias if use_bias else None, (f,), "(num_filter,)")
-    if Pointwise.applies(win):
+    if Pointwise.applies(win, data.shape[1], num_group, data.dtype):
         return _pointwise(xp, win, num_group, data, weight, bias if use_bias else None)
     if on_host(xp, win, data, weight, bias if use_bias else None):
         host = host_conv(win, num_group, data.shape[1], data.dtype)

@@ -20,6 +20,7 @@ CASES = [  # data shape, num_filter, stride, groups, no_bias
 @pytest.fixture
 def small_maps_pointwise(monkeypatch):
     monkeypatch.setattr(conv_pointwise, "MIN_POSITIONS", 1)
+    monkeypatch.setattr(conv_pointwise, "MIN_SAMPLE_BYTES", 1)
 
 
 def _inputs(shape, f, groups, no_bias, rng):
@@ -55,15 +56,25 @@ def _run(x, w, b, stride, need_grad=True):
 @pytest.mark.parametrize("stride", [(1, 1), (2, 2)])
 def test_big_maps_take_the_pointwise_path_and_agree_with_columns(stride, monkeypatch):
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((2, 8, 32, 32)).astype(np.float32)
-    w, b = rng.standard_normal((6, 8, 1, 1)).astype(np.float32), rng.standard_normal(6)
+    # 512 channels of 32x32 (2 MiB a sample, 512 KiB strided): big enough for the path
+    monkeypatch.setattr(conv_pointwise, "MIN_SAMPLE_BYTES", 512 << 10)
+    x = rng.standard_normal((2, 512, 32, 32)).astype(np.float32)
+    w, b = rng.standard_normal((6, 512, 1, 1)).astype(np.float32), rng.standard_normal(6)
     taken = []
     real = conv_pointwise.Pointwise.forward
     monkeypatch.setattr(conv_pointwise.Pointwise, "forward",
                         lambda self, *a: taken.append(1) or real(self, *a))
     fast = _run(x, w, b, stride)
     assert taken == [1]
-    monkeypatch.setattr(conv_pointwise, "MIN_POSITIONS", 10**9)       # the columns path
+    monkeypatch.setattr(conv_pointwise, "MIN_SAMPLE_BYTES", 10**12)   # the columns path
     for got, want in zip(fast, _run(x, w, b, stride)):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
     assert taken == [1]
+
+
+def test_small_maps_keep_the_batched_columns_path(monkeypatch):
+    taken = []
+    monkeypatch.setattr(conv_pointwise.Pointwise, "forward", lambda *a: taken.append(1))
+    x = nd.ones((4, 64, 16, 16))           # 64 KiB a sample: batched columns are faster
+    y = nd.Convolution(x, nd.ones((8, 64, 1, 1)), kernel=(1, 1), num_filter=8, no_bias=True)
+    assert taken == [] and float(y[0, 0, 0, 0].asscalar()) == 64.0
