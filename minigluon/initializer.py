@@ -125,6 +125,21 @@ class Initializer:
         args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
         return f"{type(self).__name__}({args})"
 
+    def __eq__(self, other):
+        # as MXNet: the same class with the same settings is the same initializer, so two
+        # blocks declaring `init=mx.init.Constant(-10.0)` compare equal
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and self._settings() == other._settings()
+
+    def __hash__(self):
+        # equal initializers must hash alike; the settings may hold lists, so hash their JSON
+        return hash((type(self), json.dumps(self._settings(), sort_keys=True, default=repr)))
+
+    def _settings(self):
+        """What makes two initializers of one class equal: the constructor's settings."""
+        return self._kwargs
+
     def _init_weight(self, name, arr):
         raise NotImplementedError(f"{type(self).__name__} must implement _init_weight")
 
@@ -354,9 +369,12 @@ class Mixed(Initializer):
     def _init_weight(self, name, arr):
         self(InitDesc(str(name)), arr)
 
+    def _settings(self):
+        return {"patterns": [p.pattern for p, _ in self.map],
+                "initializers": [i.dumps() for _, i in self.map]}
+
     def dumps(self):
-        return json.dumps(["mixed", {"patterns": [p.pattern for p, _ in self.map],
-                                     "initializers": [i.dumps() for _, i in self.map]}])
+        return json.dumps(["mixed", self._settings()])
 
 
 class Load(Initializer):
@@ -373,6 +391,7 @@ class Load(Initializer):
         if not isinstance(param, dict):
             raise TypeError(f"Load needs a dict of arrays or a file name, "
                             f"got {type(param).__name__}")
+        self._source = param  # held, so that its id stays unique for _settings
         self.param = {_strip_prefix(k): v for k, v in param.items()}
         self.default_init = default_init
         self.verbose = verbose
@@ -397,6 +416,11 @@ class Load(Initializer):
 
     def _init_weight(self, name, arr):
         self(name, arr)
+
+    def _settings(self):
+        # the loaded arrays are not compared value by value: two Load initializers are equal
+        # only when they share the very same parameter dict and default
+        return {"param": id(self._source), "default_init": id(self.default_init)}
 
 
 def _strip_prefix(name):

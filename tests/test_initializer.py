@@ -208,3 +208,38 @@ def test_constant_of_an_ndarray_dumps_plain_json_and_round_trips():
     again = mx.init.create(init.dumps())
     np.testing.assert_array_equal(_filled(again, (2, 2)), value.asnumpy())
     assert mx.init.Constant(1).dumps() == '["constant", {"value": 1}]'
+
+
+def test_initializers_are_equal_by_class_and_settings_and_hash_alike():
+    assert mx.init.Constant(-10.0) == mx.init.Constant(-10.0)
+    assert hash(mx.init.Constant(-10.0)) == hash(mx.init.Constant(-10.0))
+    assert mx.init.Constant(-10.0) != mx.init.Constant(3.0)
+    assert mx.init.Xavier(magnitude=2) == mx.init.Xavier(magnitude=2)
+    assert mx.init.Xavier(magnitude=2) != mx.init.Xavier(magnitude=3)
+    # same settings, other class: not equal (Zero and One both have no settings)
+    assert mx.init.Zero() != mx.init.One()
+    assert mx.init.Constant([[1, 2]]) == mx.init.Constant(mx.nd.array([[1, 2]]))
+    assert len({mx.init.Uniform(0.1), mx.init.Uniform(0.1), mx.init.Normal(0.1)}) == 2
+    assert mx.init.Zero() != "zeros"
+    mixed = mx.init.Mixed([".*"], [mx.init.Zero()])
+    assert mixed == mx.init.Mixed([".*"], [mx.init.Zero()])
+    assert mixed != mx.init.Mixed([".*"], [mx.init.One()])
+
+
+def test_load_initializers_equal_only_when_sharing_their_arrays():
+    params = {"w": nd.ones((2,))}
+    assert mx.init.Load(params) == mx.init.Load(params)
+    assert mx.init.Load(params) != mx.init.Load({"w": nd.ones((2,))})
+
+
+def test_separately_declared_parameters_with_one_initializer_compare_equal():
+    class Block(mx.gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.param = self.params.get("param", shape=(1,),
+                                             init=mx.init.Constant(-10.0))
+
+    first, second = Block(), Block()
+    assert first.param is not second.param
+    assert first.param.init == second.param.init

@@ -249,3 +249,24 @@ def test_check_symbolic_backward_refuses_sparse_gradients():
     with pytest.raises(MXNetError, match="dense only"):
         tu.check_symbolic_backward(_product_plus(), [np.ones(2), np.ones(2)], [np.ones(2)],
                                    [np.ones(2), np.ones(2)], grad_stypes={"a": "row_sparse"})
+
+
+def test_closeness_is_decided_chunk_by_chunk_without_missing_any(monkeypatch):
+    """Big arrays are compared in chunks (an exact-equality shortcut per chunk): a single
+    mismatch in a late chunk, a NaN, or a near value must still be judged as before."""
+    from minigluon import test_utils
+    monkeypatch.setattr(test_utils, "_CHUNK", 7)
+    a = np.linspace(0, 1, 100).reshape(4, 25)
+    b = a.copy()
+    test_utils.assert_almost_equal(a, b)
+    b[3, 24] += 1e-9                       # within tolerance, in the last chunk
+    test_utils.assert_almost_equal(a, b, rtol=1e-5, atol=1e-8)
+    b[3, 24] += 1.0
+    with pytest.raises(AssertionError, match=r"(?s)1 of 100 elements differ.*index \(3, 24\)"):
+        test_utils.assert_almost_equal(a, b)
+    assert not test_utils.almost_equal(a, b)
+    c, d = a.copy(), a.copy()
+    c[2, 3] = d[2, 3] = np.nan
+    assert not test_utils.almost_equal(c, d)
+    assert test_utils.almost_equal(c, d, equal_nan=True)
+    test_utils.assert_almost_equal(a[:, :1], a[:1, :1] + np.zeros((4, 1)) + (a[:, :1] - a[0, 0]))

@@ -369,9 +369,9 @@ class CosineEmbeddingLoss(Loss):
         - **input1**: (N, D) (or (N, ..., D)); reshaped to input2's shape.
         - **input2**: (N, D).
         - **label**: (N,) (or input2's shape without its last axis).
-        - **sample_weight**: broadcastable to (N,), or None.
+        - **sample_weight**: broadcastable to (N, 1), or None.
     Outputs:
-        - **loss**: (N,).
+        - **loss**: (N, 1), one row per pair (as MXNet's), weighted but not averaged.
     """
 
     def __init__(self, weight=None, batch_axis=0, margin=0, **kwargs):
@@ -397,7 +397,8 @@ class CosineEmbeddingLoss(Loss):
         cos = dot / F.maximum(norms, 1e-12)
         label = F.reshape_like(label, cos)
         loss = (label == 1) * (1 - cos) + (label == -1) * F.relu(cos - self._margin)
-        return self._mean(F, loss, sample_weight)
+        # MXNet keeps a column per pair: (N, 1) for (N, D) inputs, every pair a row for more
+        return _apply_weighting(F, loss.reshape((-1, 1)), self._weight, sample_weight)
 
 
 class PoissonNLLLoss(Loss):

@@ -17,7 +17,15 @@ def _own_param_count(block):
 
 
 def summarize(block, inputs):
-    """Run `block(*inputs)` once (not hybridized) and describe every layer it called."""
+    """Run `block(*inputs)` once and describe every layer it called.
+
+    As in MXNet, the block must not be hybridized: a hybridized block runs as one graph, so
+    its layers' hooks would not see their outputs. This is checked before anything runs.
+    """
+    for b in _all_blocks(block):
+        if getattr(b, "_active", False):
+            raise AssertionError(f"{b.name!r} must not be hybridized to print summary; call "
+                                 "summary() before hybridize(), or after hybridize(False)")
     rows, handles = [], []
 
     def record(layer, args, out):
@@ -27,16 +35,11 @@ def summarize(block, inputs):
     def visit(b):
         handles.append(b.register_forward_hook(record))
     block.apply(visit)
-    active = [b for b in _all_blocks(block) if getattr(b, "_active", False)]
-    for b in active:
-        b._active = False
     try:
         block(*inputs)
     finally:
         for h in handles:
             h.detach()
-        for b in active:
-            b._active = True
     total = sum(int(np.prod(p.shape)) for p in block.collect_params().values())
     trainable = sum(int(np.prod(p.shape)) for p in block.collect_params().values()
                     if p.grad_req != "null")

@@ -19,6 +19,7 @@ import struct
 import numpy as np
 
 from ..base import MXNetError
+from . import shape_semantics
 
 LIST_MAGIC = 0x112
 _V1, _V2, _V3 = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
@@ -85,6 +86,8 @@ def read_handle(buf, source="pickled NDArray"):
 def read_record(r):
     """One NDArray record at the reader's position, as a NumPy array."""
     (magic,) = r.unpack("I", "an array's magic")
+    # as MXNet: a v3 record loads only with NumPy shape semantics on, any other only off
+    shape_semantics.check_loadable(magic == _V3, r.source)
     if magic in (_V2, _V3):
         (stype,) = r.unpack("i", "the storage type")
         if stype != 0:

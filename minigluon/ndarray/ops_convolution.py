@@ -9,6 +9,7 @@ import numpy as np
 from ..base import ShapeError
 from .conv_columns import columns
 from .conv_host import host_conv, on_host
+from .conv_pointwise import Pointwise
 from .conv_window import Window, check_layout, kernel_attr, per_axis
 from .registry import register
 
@@ -63,6 +64,8 @@ def convolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), pa
                  "(num_filter, channels/num_group, *kernel)")
     use_bias = bias is not None and not no_bias
     check_param(op, "bias", bias if use_bias else None, (f,), "(num_filter,)")
+    if Pointwise.applies(win, data.shape[1], num_group, data.dtype):
+        return _pointwise(xp, win, num_group, data, weight, bias if use_bias else None)
     if on_host(xp, win, data, weight, bias if use_bias else None):
         host = host_conv(win, num_group, data.shape[1], data.dtype)
         out = host.forward(data, weight, np.ascontiguousarray(bias) if use_bias else None)
@@ -83,4 +86,15 @@ def convolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), pa
             if need[0] else None
         dw = cols.weight_grad(rows, grid, weight) if need[1] else None
         return dx, dw, (bias_grad(xp, dy) if use_bias and need[2] else None)
+    return out, backward
+
+
+def _pointwise(xp, win, groups, data, weight, bias):
+    """A 1x1 unpadded convolution on big feature maps, as matmuls on the arrays in place."""
+    conv = Pointwise(xp, win, groups)
+    out = conv.forward(data, weight, bias)
+
+    def backward(dy, need=(True, True, True)):
+        dx, dw = conv.backward(dy, data, weight, need[0], need[1])
+        return dx, dw, (bias_grad(xp, dy) if bias is not None and need[2] else None)
     return out, backward

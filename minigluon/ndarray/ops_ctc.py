@@ -137,13 +137,16 @@ def _check(xp, label, lab_len, seq_len, blank, steps, classes):
     if (lab_len_h < 0).any() or (lab_len_h > label.shape[1]).any():
         raise ShapeError(f"CTCLoss: label_lengths must be in [0, {label.shape[1]}], got "
                          f"{lab_len_h.tolist()}")
+    # As in MXNet, the blank class inside a label is not refused: it takes a label slot of
+    # the lattice like any class (never skipped over), and MXNet's own tests pass labels
+    # such as [3, 2, 2] with blank 3. Only indices outside the classes are an error.
     lab = np.asarray(_host(label))
     for n, length in enumerate(lab_len_h):
         used = lab[n, :length]
-        if ((used < 0) | (used >= classes) | (used == blank)).any():
+        if ((used < 0) | (used >= classes)).any():
             raise ShapeError(f"CTCLoss: label {n} holds {used.tolist()}, but labels must be "
-                             f"classes in [0, {classes}) other than the blank ({blank}); "
-                             "pad after the label's end (or pass label_lengths)")
+                             f"classes in [0, {classes}) (the blank is {blank}); pad after "
+                             "the label's end (or pass label_lengths)")
 
 
 def _host(a):

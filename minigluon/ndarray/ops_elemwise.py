@@ -176,7 +176,9 @@ def _binary(name, forward, grad_lhs=None, grad_rhs=None, aliases=()):
         return out, Backward(_binary_grads, xp, lhs, rhs, out, grad_lhs, grad_rhs)
     op.__name__ = name
     op.__doc__ = f"Element-wise {name} with broadcasting; either side may be a scalar."
-    register(name, inputs=("lhs", "rhs"), aliases=aliases)(op)
+    broadcast = tuple(a for a in aliases if a.startswith("broadcast_"))
+    register(name, inputs=("lhs", "rhs"), aliases=tuple(a for a in aliases if a not in broadcast),
+             lenient_aliases=broadcast)(op)
 
 
 def _binary_grads(xp, lhs, rhs, out, grad_lhs, grad_rhs, dy):

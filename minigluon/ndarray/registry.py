@@ -37,24 +37,35 @@ class OpDef:
 
     `takes_need`: the op's backward accepts `need=(bool per input)` and skips the
     gradients nobody asked for (e.g. the data gradient of a network's first layer).
+    `lenient`: keyword attributes are dropped, not passed on (see `register`).
     """
 
-    __slots__ = ("name", "fn", "inputs", "variadic", "cross_device", "takes_need")
+    __slots__ = ("name", "fn", "inputs", "variadic", "cross_device", "takes_need", "lenient")
 
-    def __init__(self, name, fn, inputs, variadic=False, cross_device=False, takes_need=False):
+    def __init__(self, name, fn, inputs, variadic=False, cross_device=False, takes_need=False,
+                 lenient=False):
         self.name, self.fn, self.inputs = name, fn, tuple(inputs)
         self.variadic, self.cross_device = variadic, cross_device
-        self.takes_need = takes_need
+        self.takes_need, self.lenient = takes_need, lenient
 
 
-def register(name, inputs=("data",), aliases=(), variadic=False, takes_need=False):
-    """Decorator: register `fn` under `name` (and `aliases`) with the given array inputs."""
+def register(name, inputs=("data",), aliases=(), variadic=False, takes_need=False,
+             lenient_aliases=()):
+    """Decorator: register `fn` under `name` (and `aliases`) with the given array inputs.
+
+    `lenient_aliases` are names MXNet registers without an attribute parser (its broadcast_*
+    operators): there a keyword the op does not take, such as `axis=1` in
+    `nd.broadcast_maximum(a, b, axis=1)`, is silently dropped instead of refused. They run
+    the same op under the same name, so graphs and tapes are the ones `name` makes.
+    """
     def wrap(fn):
         op = OpDef(name, fn, inputs, variadic, takes_need=takes_need)
-        for key in (name,) + tuple(aliases):
+        lenient = OpDef(name, fn, inputs, variadic, takes_need=takes_need, lenient=True)
+        for key, definition in [(k, op) for k in (name,) + tuple(aliases)] + \
+                [(k, lenient) for k in lenient_aliases]:
             if key in OPS:
                 raise MXNetError(f"operator {key!r} registered twice")
-            OPS[key] = op
+            OPS[key] = definition
         return fn
     return wrap
 
@@ -75,7 +86,13 @@ def split_args(op, args, kwargs):
     inputs = list(args[:n])
     for name in op.inputs[len(inputs):]:
         inputs.append(kwargs.pop(name, None))
+    if op.lenient:
+        # the call's own settings stay; attributes the op has none of are dropped
+        kwargs = {k: v for k, v in kwargs.items() if k in _CALL_SETTINGS}
     return inputs, args[n:], kwargs
+
+
+_CALL_SETTINGS = ("name", "ctx")
 
 
 _HOST_STAGING = ("cpu_pinned", "cpu_shared")

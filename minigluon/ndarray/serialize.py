@@ -3,8 +3,9 @@
 The format (docs/ndarray-format.md) is little-endian and pickle-free:
 
     magic  b"MGNDARR\\0"          8 bytes
-    version                      uint32 (1)
+    version                      uint32 (2; 1 has no flags field)
     kind                         uint32 (0 = list, 1 = dict)
+    flags                        uint32, bit 0: saved with NumPy shape semantics
     count                        uint64
     count entries, each:
         name length, name        uint32, UTF-8 bytes (length 0 in a list)
@@ -20,12 +21,13 @@ import numpy as np
 
 from ..base import MXNetError
 from ..context import cpu
-from . import mxnet_format
+from . import mxnet_format, shape_semantics
 from .mxnet_format import FormatError  # noqa: F401  (raised here too; mx.nd's error for files)
 from .ndarray import NDArray
 
 MAGIC = b"MGNDARR\0"
-VERSION = 1
+VERSION = 2
+NP_SHAPE_FLAG = 1       # flags bit: the arrays were saved with NumPy shape semantics on
 
 
 
@@ -53,7 +55,8 @@ def save_to_bytes(data):
     """Serialize an NDArray, a list of them, or a dict of str to them, to bytes."""
     kind, entries = _entries(data)
     out = io.BytesIO()
-    out.write(MAGIC + struct.pack("<IIQ", VERSION, kind, len(entries)))
+    flags = NP_SHAPE_FLAG if shape_semantics.np_shape_on() else 0
+    out.write(MAGIC + struct.pack("<IIIQ", VERSION, kind, flags, len(entries)))
     for name, arr in entries:
         raw = np.asarray(arr.asnumpy(), order="C")    # (ascontiguousarray makes 0-d 1-D)
         dt = raw.dtype.newbyteorder("<") if raw.dtype.byteorder == ">" else raw.dtype
@@ -97,9 +100,13 @@ def load_frombuffer(buf, source="buffer"):
     if bytes(r.take(len(MAGIC), "the header")) != MAGIC:
         raise FormatError(f"{source}: not an array file (bad magic); it must be written by "
                           "mx.nd.save of minigluon or of MXNet")
-    version, kind, count = r.unpack("<IIQ", "the header")
-    if version != VERSION or kind not in (0, 1):
+    version, kind = r.unpack("<II", "the header")
+    if version not in (1, VERSION) or kind not in (0, 1):
         raise FormatError(f"{source}: unsupported version {version} or kind {kind}")
+    # version 1 files predate the flags: they were saved with legacy shape semantics
+    (flags,) = r.unpack("<I", "the header") if version == VERSION else (0,)
+    (count,) = r.unpack("<Q", "the header")
+    shape_semantics.check_loadable(bool(flags & NP_SHAPE_FLAG), source)
     items = [_read_entry(r) for _ in range(count)]
     if r.pos != len(r.buf):
         raise FormatError(f"{source}: {len(r.buf) - r.pos} unexpected bytes after the last array")

@@ -7,6 +7,8 @@ never look at the switch: an mx.np.ndarray has NumPy semantics in either mode.
 The switch is process-wide (DataLoader worker threads see it too), as in MXNet 1.x.
 """
 
+from ..ndarray import shape_semantics
+
 _mode = {"shape": False, "array": False}
 
 
@@ -46,3 +48,6 @@ def in_array_mode(array):
     """`array` (same buffer) as the type Gluon makes in the current mode: mx.np.ndarray
     after set_np(), mx.nd.NDArray otherwise."""
     return array.as_np_ndarray() if _mode["array"] else array.as_nd_ndarray()
+
+
+shape_semantics.set_switch(is_np_shape)   # mx.nd.save / load mark and check files with it

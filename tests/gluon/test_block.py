@@ -170,6 +170,20 @@ def test_summary_and_hooks(capsys):
     assert seen == [(2, 6)]
 
 
+def test_summary_refuses_a_hybridized_block_before_running_it(capsys):
+    net = _net()
+    net(nd.ones((2, 5)))
+    net.hybridize()
+    calls = []
+    net.first.register_forward_hook(lambda blk, inp, out: calls.append(1))
+    with pytest.raises(AssertionError, match=r"must not be hybridized.*hybridize\(False\)"):
+        net.summary(nd.ones((2, 5)))
+    assert calls == [] and capsys.readouterr().out == ""   # nothing ran, nothing printed
+    net.hybridize(False)
+    net.summary(nd.ones((2, 5)))
+    assert "Parameters in forward computation graph: 57" in capsys.readouterr().out
+
+
 def test_hybridized_block_takes_nested_lists_of_inputs():
     class Mix(gluon.HybridBlock):
         def hybrid_forward(self, F, x, pair, last=None):

@@ -101,8 +101,11 @@ def test_gluon_loss_uses_the_last_class_as_blank(layout, label_layout):
 def test_bad_input_is_named():
     data = nd.zeros((4, 2, 3))
     with pytest.raises(ShapeError, match=r"label 0 holds \[1, 3\], but labels must be classes "
-                                         r"in \[0, 3\) other than the blank \(0\)"):
+                                         r"in \[0, 3\) \(the blank is 0\)"):
         nd.CTCLoss(data, nd.array([[1, 3], [1, 2]]))
+    with pytest.raises(ShapeError, match=r"label 1 holds \[-2\]"):
+        nd.CTCLoss(data, nd.array([[1, 2], [-2, 1]]), None, nd.array([2, 1]),
+                   use_label_lengths=True)
     with pytest.raises(ShapeError, match=r"data_lengths must be in \[1, 4\], got \[5, 1\]"):
         nd.CTCLoss(data, nd.array([[1, 2], [1, 2]]), nd.array([5, 1]), use_data_lengths=True)
     with pytest.raises(ShapeError, match=r"data must be \(T, N, C\) and label \(N, L\)"):
@@ -128,3 +131,26 @@ def test_a_model_learns_a_label_sequence():
     merged = [k for i, k in enumerate(best) if i == 0 or k != best[i - 1]]
     assert [k for k in merged if k != 3] == [0, 1, 1, 2], best
     assert float(loss.asscalar()) < 0.1
+
+
+def test_the_blank_class_inside_a_label_takes_a_lattice_slot_as_in_mxnet():
+    """MXNet accepts the blank inside a label's length (its tests pass [3, 2, 2] with blank
+    3): the blank then fills a label slot like any class. With uniform scores the loss only
+    depends on the label's shape, so [3, 2, 2] scores as [2, 1, 1] does."""
+    loss_fn = gluon.loss.CTCLoss()
+    scores = nd.ones((2, 20, 4), dtype="float64")
+    with_blank = loss_fn(scores, nd.array([[2, 1, 3, 3], [3, 2, 2, 3]]), None,
+                         nd.array([2, 3])).asnumpy()
+    plain = loss_fn(scores, nd.array([[2, 1, -1, -1], [2, 1, 1, -1]])).asnumpy()
+    np.testing.assert_allclose(with_blank, plain, rtol=1e-12)
+    # blank first: label 0 inside the given length is used, not taken as padding
+    first = nd.CTCLoss(nd.ones((20, 1, 4), dtype="float64"), nd.array([[0, 1, 1]]), None,
+                       nd.array([3]), use_label_lengths=True).asnumpy()
+    np.testing.assert_allclose(first, plain[1:], rtol=1e-12)
+    scores.attach_grad()
+    with autograd.record():
+        loss = loss_fn(scores, nd.array([[3, 3, -1], [3, 1, 2]]))
+    loss.backward()
+    grad = scores.grad.asnumpy()
+    assert np.isfinite(grad).all()
+    np.testing.assert_allclose(grad.sum(axis=2), 0.0, atol=1e-12)  # softmax minus occupancy

@@ -285,12 +285,23 @@ def test_cosine_embedding_loss(margin):
     want = np.where(label == 1, 1 - cos, np.where(label == -1, np.maximum(cos - margin, 0), 0))
     assert (np.abs(cos - margin) > 1e-3).all()
     check_loss(gloss.CosineEmbeddingLoss(margin=margin), [a, b, nd.array(label, dtype="float64")],
-               want)
+               want.reshape(-1, 1))      # (N, 1), as MXNet's
+
+
+def test_cosine_embedding_loss_is_weighted_per_pair_not_averaged():
+    a, b = rand(4, 3, seed=3), rand(4, 3, seed=4)
+    label = nd.array([1, -1, 1, -1], dtype="float64")
+    plain = gloss.CosineEmbeddingLoss()(_as_nd(a), _as_nd(b), label).asnumpy()
+    weights = np.array([[1.0], [0.0], [2.0], [0.5]])
+    got = gloss.CosineEmbeddingLoss(weight=3.0)(_as_nd(a), _as_nd(b), label,
+                                               nd.array(weights, dtype="float64")).asnumpy()
+    assert plain.shape == got.shape == (4, 1)
+    np.testing.assert_allclose(got, 3.0 * weights * plain, rtol=1e-12)
 
 
 def test_cosine_embedding_loss_of_a_zero_vector_is_finite():
     out = gloss.CosineEmbeddingLoss()(nd.zeros((2, 3)), nd.ones((2, 3)), nd.array([1, -1]))
-    np.testing.assert_array_equal(out.asnumpy(), [1, 0])
+    np.testing.assert_array_equal(out.asnumpy(), [[1], [0]])
 
 
 def test_cosine_embedding_loss_names_bad_shapes():

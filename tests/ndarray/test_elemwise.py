@@ -294,6 +294,29 @@ def test_binary_incompatible_broadcast_raises():
 
 
 # ---- add_n, clip, where -------------------------------------------------------------
+def test_broadcast_names_drop_attributes_they_do_not_take_as_mxnet():
+    """MXNet's broadcast_* operators have no attribute parser, so its own test_cosine_loss
+    calls nd.broadcast_maximum(zero, x, axis=1) and the axis is ignored. The plain names
+    (nd.maximum, ...) are MXNet Python functions with a fixed signature and still refuse."""
+    a, b = nd.array([[1.0, -2.0], [3.0, 0.5]]), nd.array([0.0])
+    a.attach_grad()
+    with autograd.record():
+        out = nd.broadcast_maximum(b, a, axis=1)
+    out.backward()
+    np.testing.assert_array_equal(out.asnumpy(), [[1.0, 0.0], [3.0, 0.5]])
+    np.testing.assert_array_equal(a.grad.asnumpy(), [[1.0, 0.0], [1.0, 1.0]])
+    assert out._node.op_name == "maximum"       # the same op as nd.maximum on the tape
+    assert out._node.call[3] == {}              # the dropped axis is not recorded
+    np.testing.assert_array_equal(nd.broadcast_add(a, b, axis=0, foo="x").asnumpy(),
+                                  a.asnumpy())
+    with pytest.raises(MXNetError, match=r"maximum: bad arguments .*'axis'"):
+        nd.maximum(b, a, axis=1)
+    with pytest.raises(MXNetError, match=r"add: bad arguments .*'axis'"):
+        nd.elemwise_add(a, a, axis=1)
+    with pytest.raises(MXNetError, match="too many positional"):
+        __import__("minigluon").sym.broadcast_add(a, b, 1)
+
+
 def test_add_n():
     xs = [rand(2, 3, seed=i) for i in range(3)]
     check_close(nd.add_n(*[nd.array(x) for x in xs]), sum(xs), rtol=1e-5)

@@ -6,6 +6,7 @@ import struct
 import numpy as np
 import pytest
 
+import minigluon as mx
 from minigluon import nd
 from minigluon.ndarray.mxnet_format import FormatError
 
@@ -57,12 +58,25 @@ def test_dict_file_from_disk(tmp_path):
 
 
 def test_v3_scalar_and_gpu_device_load_on_cpu():
-    (got,) = nd.load_frombuffer(mxnet_file([(np.array(2.5, dtype=np.float64), V3)]))
+    with mx.np_shape(True):     # v3 records are NumPy-shape records (see the next test)
+        (got,) = nd.load_frombuffer(mxnet_file([(np.array(2.5, dtype=np.float64), V3)]))
     assert got.shape == () and got.asscalar() == 2.5
     x = nd.zeros((3,))
     x.__setstate__({"handle": bytearray(record(ARRAYS[0], V2, device=(2, 0)))})
     assert x.context.device_type == "cpu"
     np.testing.assert_array_equal(x.asnumpy(), ARRAYS[0])
+
+
+def test_records_load_only_under_the_shape_semantics_they_were_saved_in():
+    """As MXNet: a v3 (NumPy shape) record needs NumPy shape semantics on, older ones off."""
+    v3 = mxnet_file([(np.zeros((2, 0), np.float32), V3)])
+    with pytest.raises(mx.MXNetError, match=r"saved with NumPy shape semantics.*np_shape\(True\)"):
+        nd.load_frombuffer(v3)
+    with mx.np_shape(True):
+        (got,) = nd.load_frombuffer(v3)
+        assert got.shape == (2, 0)
+        with pytest.raises(mx.MXNetError, match=r"legacy shape semantics.*np_shape\(False\)"):
+            nd.load_frombuffer(mxnet_file([(ARRAYS[0], V2)]))
 
 
 def test_bad_files_raise_format_error_naming_the_problem():

@@ -120,3 +120,37 @@ def test_absurd_shapes_raise_format_errors():
                  + struct.pack("<Q", nbytes) + b"\0" * nbytes)
         with pytest.raises(MXNetError):
             nd.load_frombuffer(head + entry)
+
+
+def test_scalars_and_zero_size_arrays_round_trip_under_numpy_shapes(tmp_path):
+    path = str(tmp_path / "np.nd")
+    with mx.np_shape(True):
+        arrays = [nd.array(np.float32(2.5)), nd.zeros((2, 0, 1)), nd.array(np.array(7), dtype="int64"),
+                  nd.zeros((0,)), nd.array([[1, 2]])]
+        assert arrays[0].shape == () and arrays[2].shape == ()
+        nd.save(path, arrays)
+        back = nd.load(path)
+    assert [a.shape for a in back] == [(), (2, 0, 1), (), (0,), (1, 2)]
+    assert back[0].asscalar() == 2.5 and back[2].dtype == np.int64
+
+
+def test_files_load_only_under_the_shape_semantics_they_were_saved_in(tmp_path):
+    """As MXNet, both ways: a file saved with NumPy shapes on needs them on to load, and a
+    legacy file (including a version-1 file, which predates the flag) needs them off."""
+    legacy, numpy_shapes = str(tmp_path / "legacy.nd"), str(tmp_path / "np.nd")
+    nd.save(legacy, [nd.zeros((2, 0))])
+    with mx.np_shape(True):
+        nd.save(numpy_shapes, {"w": nd.zeros((0, 4))})
+        with pytest.raises(MXNetError, match=r"legacy shape semantics.*np_shape\(False\)"):
+            nd.load(legacy)
+    with pytest.raises(MXNetError, match=r"legacy\.nd|np\.nd") as err:
+        nd.load(numpy_shapes)
+    assert "np.nd: the arrays were saved with NumPy shape semantics on" in str(err.value)
+    assert nd.load(legacy)[0].shape == (2, 0)
+    import struct
+    version_1 = b"MGNDARR\0" + struct.pack("<IIQ", 1, 0, 1) + (
+        struct.pack("<I", 0) + struct.pack("<B", 3) + b"<f4" + struct.pack("<IQ", 1, 2)
+        + struct.pack("<Q", 8) + np.array([1, 2], "<f4").tobytes())
+    np.testing.assert_array_equal(nd.load_frombuffer(version_1)[0].asnumpy(), [1, 2])
+    with mx.np_shape(True), pytest.raises(MXNetError, match="legacy shape semantics"):
+        nd.load_frombuffer(version_1)

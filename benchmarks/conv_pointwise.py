@@ -1,0 +1,101 @@
+"""1x1 convolutions on big feature maps, forward + backward: the pointwise matmul path
+(conv_pointwise.py) against the columns path it replaced, side by side in one process.
+
+Shapes: 1x1 layers whose samples are big enough for the new path (ResNet-50's first
+bottleneck reduction, a wider one, and the layer of MXNet's test_slice_batchnorm on a
+smaller map), and three below the threshold, which run the old path both times.
+Each round times every shape once on each path, the order alternating by round, so load
+drift on a shared machine hits both alike. Prints ONE JSON line: per shape the median
+milliseconds of old and new and the median of the per-round new/old ratios.
+
+    python benchmarks/conv_pointwise.py [--rounds 5] [--batch 4]
+
+On an oversubscribed machine (load far above the cores), multi-threaded BLAS spends its
+time waking threads, per call, which punishes the per-sample matmuls of the new path; run
+with OPENBLAS_NUM_THREADS=1 there to compare the work each path does.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from minigluon import autograd, config, nd  # noqa: E402
+from minigluon.ndarray import conv_pointwise  # noqa: E402
+from harness import blas_threads  # noqa: E402
+
+SHAPES = {  # name: (channels, size, filters, stride)
+    # on the pointwise path (a sample's channels at least conv_pointwise.MIN_SAMPLE_BYTES)
+    "c256_56_f64": (256, 56, 64, 1),           # ResNet-50 stage 1, reducing
+    "c1024_56_f256": (1024, 56, 256, 1),       # twice the channels and filters
+    "c128_128_f128": (128, 128, 128, 1),       # MXNet's test_slice_batchnorm, a quarter map
+    # below the threshold: the same (columns) path both times, to show nothing got slower
+    "c64_56_f256": (64, 56, 256, 1),
+    "c512_28_f128": (512, 28, 128, 1),
+    "c16_128_f16": (16, 128, 16, 1),
+}
+
+
+def make_step(batch, channels, size, filters, stride, seed=0):
+    """One forward + backward of a 1x1 convolution with bias, gradients for all inputs."""
+    rng = np.random.default_rng(seed)
+    x = nd.array(rng.standard_normal((batch, channels, size, size)).astype(np.float32))
+    w = nd.array((rng.standard_normal((filters, channels, 1, 1)) * 0.1).astype(np.float32))
+    b = nd.zeros((filters,))
+    for v in (x, w, b):
+        v.attach_grad()
+
+    def step():
+        with autograd.record():
+            y = nd.Convolution(x, w, b, kernel=(1, 1), stride=(stride, stride),
+                               num_filter=filters)
+        y.backward()
+        w.grad.wait_to_read()
+    return step
+
+
+def timed(step, path):
+    """Milliseconds of one step on `path` ('old': columns, 'new': pointwise)."""
+    saved = conv_pointwise.MIN_SAMPLE_BYTES
+    conv_pointwise.MIN_SAMPLE_BYTES = 10 ** 15 if path == "old" else saved
+    try:
+        start = time.perf_counter()
+        step()
+        return (time.perf_counter() - start) * 1e3
+    finally:
+        conv_pointwise.MIN_SAMPLE_BYTES = saved
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=4)
+    args = parser.parse_args()
+    steps = {name: make_step(args.batch, *shape) for name, shape in SHAPES.items()}
+    times = {name: {"old": [], "new": []} for name in SHAPES}
+    for name, step in steps.items():        # warm up both paths (allocator, BLAS threads)
+        timed(step, "old")
+        timed(step, "new")
+    for r in range(args.rounds):
+        order = ("old", "new") if r % 2 == 0 else ("new", "old")
+        for name, step in steps.items():
+            for path in order:
+                times[name][path].append(timed(step, path))
+    result = {}
+    for name, t in times.items():
+        ratios = [n / o for o, n in zip(t["old"], t["new"])]
+        result[name] = {"old_ms": round(statistics.median(t["old"]), 2),
+                        "new_ms": round(statistics.median(t["new"]), 2),
+                        "new_over_old": round(statistics.median(ratios), 3)}
+    print(json.dumps({"benchmark": "conv_pointwise", "batch": args.batch,
+                      "rounds": args.rounds, "blas_threads": blas_threads(),
+                      "kernel_threads": config.compute_threads(),
+                      "load_avg_1min": os.getloadavg()[0], "shapes": result}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Pointwise (1x1, unpadded) convolution as plain matmuls, for NumPy and CuPy alike.
+
+A kernel of ones with no padding reads one input position per output position, so the
+convolution is W (F, C) times each sample's (C, P) channel matrix: no columns to build. A
+stride only subsamples the input first. This is the shape of every ResNet bottleneck's
+first and last layer; im2col would copy the input into (C, N*P) columns and swap the
+output back, and col2im the same in backward, where these matmuls read the arrays in place.
+"""
+import math
+
+import numpy as np
+
+__all__ = ["Pointwise"]
+
+# The path needs a sample's channel matrix (C/groups, P) of at least MIN_SAMPLE_BYTES and P
+# of at least MIN_POSITIONS. Below that one matmul per sample is small, and the batched
+# columns of conv_host / conv_columns, which put several samples in one matmul, win: on a
+# loaded machine every BLAS call pays for waking its threads. From 2 MiB up conv_host's
+# 4 MiB chunks hold one sample anyway, so the matmuls are the same, minus the copies.
+# (Tests lower both to compare the paths on small arrays.)
+MIN_SAMPLE_BYTES = 2 << 20
+MIN_POSITIONS = 256
+
+
+class Pointwise:
+    """Convolution for a window whose kernel is all ones and whose padding is zero."""
+
+    def __init__(self, xp, win, groups):
+        self.xp, self.win, self.groups = xp, win, groups
+
+    @staticmethod
+    def applies(win, channels, groups, dtype):
+        """True for a 1x1 unpadded window over maps big enough (see MIN_SAMPLE_BYTES)."""
+        positions = math.prod(win.out)
+        return (all(k == 1 for k in win.kernel) and not any(win.pad) and
+                positions >= MIN_POSITIONS and
+                channels // groups * positions * np.dtype(dtype).itemsize >= MIN_SAMPLE_BYTES)
+
+    def _sampled(self, x):
+        """The input positions the window reads: every stride-th, up to the output size."""
+        if all(s == 1 for s in self.win.stride):
+            return x
+        return x[(slice(None), slice(None)) + self._picks()]
+
+    def _picks(self):
+        return tuple(slice(0, s * o, s) for s, o in zip(self.win.stride, self.win.out))
+
+    def _as_matrices(self, a):
+        """(N, C, *spatial) as (N, groups, C/groups, P), a view when `a` is contiguous."""
+        a = self.xp.ascontiguousarray(a)
+        return a.reshape(a.shape[0], self.groups, a.shape[1] // self.groups, -1)
+
+    def _weights(self, w):
+        return w.reshape(self.groups, w.shape[0] // self.groups, -1)    # (g, F/g, C/g)
+
+    def forward(self, x, w, bias=None):
+        """(N, F, *out): one matmul per sample (and group) against the weight."""
+        rows = self.xp.matmul(self._weights(w), self._as_matrices(self._sampled(x)))
+        out = rows.reshape((x.shape[0], w.shape[0]) + self.win.out)
+        if bias is not None:
+            out += bias.reshape((1, -1) + (1,) * len(self.win.out))
+        return out
+
+    def backward(self, dy, x, w, need_x=True, need_w=True):
+        """(gradient for x, gradient for w); None where not needed."""
+        dy4 = self._as_matrices(dy.astype(w.dtype, copy=False))
+        dx = dw = None
+        if need_x:
+            dx = self._scatter(self.xp.matmul(self._weights(w).swapaxes(-1, -2), dy4), x)
+        if need_w:
+            dw = self._weight_grad(dy4, self._as_matrices(self._sampled(x)), w)
+        return dx, dw
+
+    def _scatter(self, dcols, x):
+        """dcols (N, g, C/g, P_out) back onto x's shape: strided positions, zeros between."""
+        sampled = dcols.reshape((x.shape[0], x.shape[1]) + self.win.out)
+        if all(s == 1 for s in self.win.stride):
+            return sampled
+        dx = self.xp.zeros(x.shape, dtype=sampled.dtype)
+        dx[(slice(None), slice(None)) + self._picks()] = sampled
+        return dx
+
+    def _weight_grad(self, dy4, x4, w):
+        """sum over samples of dy[n] @ x[n]^T, accumulated one sample at a time: the (N, F, C)
+        stack of products would be as big as a batch of weights."""
+        dw = self.xp.zeros(self._weights(w).shape, dtype=w.dtype)
+        part = self.xp.empty_like(dw)
+        for n in range(dy4.shape[0]):
+            self.xp.matmul(dy4[n], x4[n].swapaxes(-1, -2), out=part)
+            dw += part
+        return dw.reshape(w.shape)
