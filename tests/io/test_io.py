@@ -388,13 +388,6 @@ def _prefetch_threads():
     return [t for t in threading.enumerate() if t.name == "PrefetchingIter"]
 
 
-def _wait_no_prefetch_threads(before, deadline_s=5.0):
-    end = time.monotonic() + deadline_s
-    while len(_prefetch_threads()) > before and time.monotonic() < end:
-        time.sleep(0.02)
-    return len(_prefetch_threads()) == before
-
-
 def test_prefetching_iter_yields_the_same_batches():
     def make():
         return mx.io.NDArrayIter(np.arange(10), np.arange(10) * 2, batch_size=4)
@@ -436,15 +429,24 @@ def test_prefetching_iter_reraises_inner_errors():
 
 
 def test_prefetching_iter_thread_ends_on_reset_and_collection():
-    before = len(_prefetch_threads())
+    # count this iterator's threads only: an earlier test's thread may still be ending
+    before = set(_prefetch_threads())
+
+    def ours():
+        return [t for t in _prefetch_threads() if t not in before]
     it = mx.io.PrefetchingIter(mx.io.NDArrayIter(np.arange(100), batch_size=2))
     it.next()                                   # the thread now waits on a full queue
-    assert len(_prefetch_threads()) == before + 1
+    first = ours()
+    assert len(first) == 1
     it.reset()
-    assert len(_prefetch_threads()) == before + 1   # the old thread stopped, a new one runs
+    first[0].join(5.0)
+    assert not first[0].is_alive() and len(ours()) == 1   # the old thread stopped, a new one runs
     del it
     gc.collect()
-    assert _wait_no_prefetch_threads(before)
+    end = time.monotonic() + 5.0
+    while ours() and time.monotonic() < end:
+        time.sleep(0.02)
+    assert ours() == []
 
 
 def test_resize_iter_fixes_the_epoch_length():
