@@ -10,6 +10,12 @@ duck-typed: an array is anything with a raw buffer `_data`, a `context` (whose `
 array module), `shape`/`dtype`, and the tape slots `_node`, `_out_index`, `_grad`,
 `_grad_req` that this module reads and writes. New arrays are built with the type of an
 array at hand, so mx.nd, mx.np and any other front end record alike.
+
+Sparse arrays (mx.nd.sparse) keep a container, not a buffer, in `_data`; gradients still
+travel as dense raw buffers. Where the tape meets a caller's array it goes through three
+methods every array has: `_dense_raw()` (a head gradient's buffer), `_write_dense(raw, add)`
+(storing a variable's gradient, in the gradient buffer's own storage type) and
+`_wrap_dense(raw)` (a gradient returned by `grad`).
 """
 import functools
 import itertools
@@ -185,7 +191,7 @@ def _head_grad(head, hgrad, graph):
     elif _is_array(hgrad) and graph is not None:
         raw = hgrad    # keep it on the tape: the head gradient may itself be recorded
     else:
-        raw = hgrad._data if _is_array(hgrad) else xp.asarray(hgrad)
+        raw = hgrad._dense_raw() if _is_array(hgrad) else xp.asarray(hgrad)
     if raw.shape != head.shape:
         raise AutogradError(
             f"head_grads shape {raw.shape} does not match head shape {head.shape}")
@@ -340,10 +346,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     for var, grad in var_grads.values():
         if var._grad is None:
             continue
-        if var._grad_req == "add":
-            var._grad._data += grad
-        else:
-            var._grad._data[...] = grad
+        var._grad._write_dense(grad, add=var._grad_req == "add")
         var._fresh_grad = True
 
 
@@ -378,7 +381,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     for v in variables:
         entry = var_grads.get(_var_key(v))
         raw = entry[1] if entry else v.context.xp.zeros(v.shape, dtype=v.dtype)
-        out.append(raw if _is_array(raw) else type(v)(raw, v.context))
+        out.append(raw if _is_array(raw) else v._wrap_dense(raw))
     return out
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from . import autograd
 from . import context as _context
 from .base import MXNetError
-from .ndarray import NDArray, array
+from .ndarray import NDArray, array, sparse
 from .ndarray.random import generator as _generator
 from .util import getenv, setenv, use_np  # noqa: F401  (MXNet's test_utils offers them too)
 
@@ -346,15 +346,17 @@ def rand_shape_3d(dim0=10, dim1=10, dim2=10, allow_zero_size=False):
 
 
 def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
-                 ctx=None):
-    """An NDArray of standard-normal values (cast to `dtype`, default float32).
+                 shuffle_csr_indices=False, distribution=None, ctx=None):
+    """A random NDArray: dense standard-normal values (cast to `dtype`, default float32),
+    or for stype 'row_sparse' / 'csr' the array of `rand_sparse_ndarray`.
 
     `density` (0..1), when given, keeps that fraction of the values and zeroes the rest;
     `modifier_func` is applied to the NumPy values before they become an NDArray.
     """
     if stype != "default":
-        raise MXNetError(f"rand_ndarray: minigluon arrays are dense only, got stype={stype!r}; "
-                         "help: use stype='default'")
+        return rand_sparse_ndarray(shape, stype, density=density, dtype=dtype,
+                                   distribution=distribution, modifier_func=modifier_func,
+                                   shuffle_csr_indices=shuffle_csr_indices, ctx=ctx)[0]
     rng = _generator(np)
     values = rng.normal(0.0, 1.0, shape, np.float64)
     if density is not None:
@@ -362,6 +364,55 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func
     if modifier_func is not None:
         values = modifier_func(values)
     return array(values, ctx=ctx or default_context(), dtype=dtype)
+
+
+def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None,
+                        data_init=None, rsp_indices=None, modifier_func=None,
+                        shuffle_csr_indices=False, ctx=None):
+    """A random sparse array and its NumPy components: `(arr, (data, indices))` for
+    row_sparse, `(arr, (data, indices, indptr))` for csr.
+
+    Each row (row_sparse) or element (csr) is stored with probability `density` (random
+    when None), with values uniform in [0, 1) (all `data_init` when given, then passed
+    through `modifier_func`). `rsp_indices` picks the stored rows. Only the 'uniform'
+    distribution is available.
+    """
+    if distribution not in (None, "uniform"):
+        raise MXNetError(f"rand_sparse_ndarray: distribution {distribution!r} is not "
+                         "available in minigluon; help: use 'uniform'")
+    rng = _generator(np)
+    ctx = ctx or default_context()
+    density = float(rng.uniform(0.0, 1.0, (), np.float64)) if density is None else density
+    dtype = np.dtype(np.float32 if dtype is None else dtype)
+    if stype == "row_sparse":
+        rows = np.asarray(rsp_indices, np.int64) if rsp_indices is not None else \
+            np.flatnonzero(rng.uniform(0.0, 1.0, shape[0], np.float64) < density)
+        values = _sparse_values(rng, (len(rows),) + tuple(shape[1:]), dtype, data_init,
+                                modifier_func)
+        arr = sparse.row_sparse_array((values, rows), shape=shape, dtype=dtype, ctx=ctx)
+        return arr, (values, rows)
+    if stype != "csr":
+        raise MXNetError(f"rand_sparse_ndarray: stype must be 'row_sparse' or 'csr', got "
+                         f"{stype!r}")
+    if shuffle_csr_indices:
+        raise MXNetError("rand_sparse_ndarray: shuffle_csr_indices=True makes unsorted csr "
+                         "columns, which minigluon's csr storage does not hold (check_format "
+                         "refuses them); help: leave it False")
+    mask = rng.uniform(0.0, 1.0, shape, np.float64) < density
+    dense = np.zeros(shape, dtype)
+    dense[mask] = _sparse_values(rng, (int(mask.sum()),), dtype, data_init, modifier_func)
+    arr = sparse.csr_matrix(dense, dtype=dtype, ctx=ctx)
+    return arr, (arr.data.asnumpy(), arr.indices.asnumpy(), arr.indptr.asnumpy())
+
+
+def _sparse_values(rng, shape, dtype, data_init, modifier_func):
+    """Stored values: uniform in [0, 1), or all `data_init`, then `modifier_func` applied."""
+    values = rng.uniform(0.0, 1.0, shape, np.float64).astype(dtype)
+    if data_init is not None:
+        values.fill(data_init)
+    if modifier_func is not None:
+        values = np.vectorize(modifier_func, otypes=[dtype])(values) if values.size else values
+    return values
 
 
 def _env_settings(args):
