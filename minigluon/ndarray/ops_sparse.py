@@ -10,6 +10,7 @@ import numpy as np
 
 from ..base import MXNetError, ShapeError
 from . import sparse_storage
+from .ops_shape import slice_key
 from .registry import OPS, check_same_dtype, register, register_sparse
 from .sparse_storage import CSRStorage, RowSparseStorage, is_sparse
 
@@ -94,18 +95,25 @@ def _rsp_product(xp, lhs, rhs):
     return RowSparseStorage(values, lhs.indices[found], lhs.shape)
 
 
-def _rsp_pair(name, combine):
-    op = OPS[name]
+def _pair(name, combine):
+    """A kernel for a binary op: two row_sparse (or two csr) operands of one shape give
+    that storage type, a sparse operand and a scalar are a value map, others fall back."""
+    op, value_map = OPS[name], _value_map(name)
 
     def kernel(xp, lhs, rhs):
-        if not (isinstance(lhs, RowSparseStorage) and isinstance(rhs, RowSparseStorage)):
-            return _value_map(name)(xp, lhs, rhs)
+        if type(lhs) is not type(rhs):
+            return value_map(xp, lhs, rhs)
         if lhs.shape != rhs.shape:
-            raise ShapeError(f"{name}: row_sparse operands of shapes {lhs.shape} and "
+            raise ShapeError(f"{name}: {lhs.stype} operands of shapes {lhs.shape} and "
                              f"{rhs.shape}; they must have one shape")
         check_same_dtype(name, lhs, rhs)
-        return combine(xp, lhs, rhs), _dense_backward(op, xp, (lhs, rhs))
-    kernel.__name__ = f"{name}_row_sparse"
+        if isinstance(lhs, CSRStorage):
+            flat = combine(xp, lhs.as_flat_rows(xp), rhs.as_flat_rows(xp))
+            out = CSRStorage.from_flat_rows(xp, flat, lhs.shape)
+        else:
+            out = combine(xp, lhs, rhs)
+        return out, _dense_backward(op, xp, (lhs, rhs))
+    kernel.__name__ = f"{name}_sparse"
     return kernel
 
 
@@ -115,7 +123,7 @@ _PAIRS = {
     "multiply": _rsp_product,
 }
 for _name, _combine in _PAIRS.items():
-    register_sparse(_name)(_rsp_pair(_name, _combine))
+    register_sparse(_name)(_pair(_name, _combine))
 
 
 @register_sparse("add_n")
@@ -128,6 +136,63 @@ def add_n(xp, *args):
                          f"{sorted({a.shape for a in args})}")
     check_same_dtype("add_n", *args)
     return _rsp_union(xp, args, (1,) * len(args)), lambda dy: (dy,) * len(args)
+
+
+# ---- reductions and slicing -------------------------------------------------------------
+def _reduces_all(ndim, axis, exclude):
+    return not exclude and (axis is None or axis == () or
+                            sorted(np.atleast_1d(axis) % ndim) == list(range(ndim)))
+
+
+@register_sparse("sum")
+def sum_sparse(xp, data, axis=None, keepdims=False, exclude=False):
+    """The sum of the stored values (all axes), or a csr matrix's row or column sums
+    (dense); other reductions fall back."""
+    op = OPS["sum"]
+    if _reduces_all(data.ndim, axis, exclude):
+        out, _ = op.fn(xp, data.data.reshape(-1))
+        out = out.reshape((1,) * data.ndim) if keepdims else out
+    elif isinstance(data, CSRStorage) and not exclude and axis in (0, 1, -1, -2):
+        axis = axis % 2
+        ids = data.indices if axis == 0 else data.row_ids(xp)
+        out = xp.zeros((data.shape[1 - axis],), data.dtype)
+        _scatter_add(xp, out, ids, data.data)
+        out = xp.expand_dims(out, axis) if keepdims else out
+    else:
+        return NotImplemented
+    return out, _dense_backward(op, xp, (data,), attrs={"axis": axis, "keepdims": keepdims,
+                                                        "exclude": exclude})
+
+
+@register_sparse("norm")
+def norm_sparse(xp, data, ord=2, axis=None, keepdims=False, out_dtype=None):
+    """The L1 or L2 norm of all elements, from the stored values; per-axis norms fall back."""
+    if not _reduces_all(data.ndim, axis, False) or out_dtype is not None:
+        return NotImplemented
+    op = OPS["norm"]
+    out, _ = op.fn(xp, data.data.reshape(-1), ord=ord)
+    out = out.reshape((1,) * data.ndim) if keepdims else out
+    return out, _dense_backward(op, xp, (data,), attrs={"ord": ord, "axis": axis,
+                                                        "keepdims": keepdims})
+
+
+@register_sparse("slice")
+def slice_sparse(xp, data, begin, end, step=()):
+    """Rows begin..end of a csr matrix, as csr; other slices fall back."""
+    if not isinstance(data, CSRStorage):
+        return NotImplemented
+    key = slice_key("slice", data.shape, tuple(begin), tuple(end), tuple(step))
+    first, last, stride = key[0].indices(data.shape[0])
+    whole_rows = all(k.indices(data.shape[1]) == (0, data.shape[1], 1) for k in key[1:])
+    if stride != 1 or not whole_rows:
+        return NotImplemented
+    last = max(first, last)
+    ptr = data.indptr[first:last + 1]
+    lo, hi = int(ptr[0]), int(ptr[-1])
+    out = CSRStorage(data.data[lo:hi].copy(), data.indices[lo:hi].copy(), ptr - lo,
+                     (last - first, data.shape[1]))
+    return out, _dense_backward(OPS["slice"], xp, (data,), attrs={
+        "begin": begin, "end": end, "step": step})
 
 
 # ---- retain ---------------------------------------------------------------------------

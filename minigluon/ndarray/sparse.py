@@ -172,6 +172,21 @@ class CSRNDArray(BaseSparseNDArray):
 registry.set_sparse_classes({"row_sparse": RowSparseNDArray, "csr": CSRNDArray})
 
 
+def __getattr__(name):
+    """`mx.nd.sparse.<op>`: every registered operator, as in MXNet (sparse.dot,
+    sparse.retain, sparse.elemwise_add, ...). Looked up on use, so operator names never
+    shadow Python's builtins (slice, max, sum) inside this module."""
+    op = registry.OPS.get(name)
+    if op is None or name.startswith("_"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def function(*args, out=None, **kwargs):
+        return registry.invoke(op, args, kwargs, out)
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = op.fn.__doc__
+    return function
+
+
 def _container(stype, data, aux, shape):
     if stype == "row_sparse":
         return RowSparseStorage(data, aux[0], shape)

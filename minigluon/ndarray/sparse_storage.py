@@ -132,9 +132,24 @@ class CSRStorage(_Storage):
         return CSRStorage(data, self.indices, self.indptr, self.shape)
 
     def row_ids(self, xp):
-        """The row id of each stored value."""
-        counts = self.indptr[1:] - self.indptr[:-1]
-        return xp.repeat(xp.arange(self.shape[0], dtype=INDEX_DTYPE), counts)
+        """The row id of each stored value: how many rows end at or before it (a search,
+        which CuPy has; its repeat takes no array of counts)."""
+        positions = xp.arange(self.nnz, dtype=INDEX_DTYPE)
+        return xp.searchsorted(self.indptr[1:], positions, side="right").astype(INDEX_DTYPE)
+
+    def as_flat_rows(self, xp):
+        """The same values as a 1-D row_sparse container over the row-major positions,
+        where csr arithmetic is row_sparse arithmetic (see `from_flat_rows`)."""
+        keys = self.row_ids(xp) * self.shape[1] + self.indices
+        return RowSparseStorage(self.data, keys, (self.shape[0] * self.shape[1],))
+
+    @staticmethod
+    def from_flat_rows(xp, flat, shape):
+        """The csr matrix of `shape` whose row-major positions `flat` stores."""
+        rows, cols = flat.indices // shape[1], flat.indices % shape[1]
+        bounds = xp.arange(shape[0] + 1, dtype=INDEX_DTYPE)
+        indptr = xp.searchsorted(rows, bounds, side="left").astype(INDEX_DTYPE)
+        return CSRStorage(flat.data, cols.astype(INDEX_DTYPE), indptr, shape)
 
     def to_dense(self, xp):
         out = xp.zeros(self.shape, dtype=self.dtype)
