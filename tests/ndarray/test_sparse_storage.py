@@ -230,3 +230,13 @@ def test_detach_keeps_stype_and_dense_results_stay_dense_class():
     x = mx.nd.array(DENSE).tostype("row_sparse")
     assert x.detach().stype == "row_sparse"
     assert type(mx.nd.array(DENSE) + x) is mx.nd.NDArray
+
+
+@pytest.mark.parametrize("stype", ["row_sparse", "csr"])
+def test_sparse_arrays_move_to_a_simulated_gpu_and_compute_there(stype, monkeypatch):
+    monkeypatch.setenv("MINIGLUON_SIMULATED_GPUS", "1")
+    x = mx.nd.array(DENSE).tostype(stype).as_in_context(mx.gpu(0))
+    assert x.context == mx.gpu(0) and x.stype == stype
+    y = x * 2
+    assert y.context == mx.gpu(0) and y.stype == stype
+    np.testing.assert_array_equal(y.copyto(mx.cpu()).asnumpy(), DENSE * 2)
