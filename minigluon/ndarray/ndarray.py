@@ -206,7 +206,11 @@ class NDArray:
         return self._data
 
     def _write_dense(self, raw, add=False):
-        """Write (or with `add`, add) the dense raw buffer `raw` into this array."""
+        """Write (or with `add`, add) the dense raw buffer `raw` into this array; a sparse
+        container (a row_sparse gradient) is densified first."""
+        if hasattr(raw, "to_dense"):
+            with self._ctx.scope():
+                raw = raw.to_dense(self._ctx.xp)
         if add:
             self._data += raw
         else:

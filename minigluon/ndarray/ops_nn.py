@@ -12,6 +12,7 @@ from .. import autograd
 from ..base import ShapeError
 from .random import generator
 from .registry import Backward, register
+from .sparse_storage import RowSparseStorage
 
 # BatchNorm of host arrays uses minigluon_ext's kernels (tests turn this off to compare)
 _HOST_KERNELS = True
@@ -79,15 +80,27 @@ def embedding(xp, data, weight, input_dim=None, output_dim=None, dtype="float32"
     out = weight[idx]
 
     def backward(dy):
-        g = xp.zeros_like(weight)
         flat = dy.reshape(-1, weight.shape[1])
-        if hasattr(xp.add, "at"):
-            xp.add.at(g, idx.reshape(-1), flat)
-        else:
-            import cupyx
-            cupyx.scatter_add(g, idx.reshape(-1), flat)
+        if sparse_grad:
+            # only the rows looked up, each summed once: a row_sparse gradient whose cost
+            # follows the batch, not the vocabulary
+            rows, where = xp.unique(idx.reshape(-1), return_inverse=True)
+            values = xp.zeros((rows.shape[0], weight.shape[1]), dtype=weight.dtype)
+            _add_at(xp, values, where.reshape(-1), flat)
+            return None, RowSparseStorage(values, rows.astype(np.int64), weight.shape)
+        g = xp.zeros_like(weight)
+        _add_at(xp, g, idx.reshape(-1), flat)
         return None, g
     return out, backward
+
+
+def _add_at(xp, out, ids, values):
+    """out[ids] += values with repeated ids summed (NumPy's add.at, CuPy's scatter_add)."""
+    if hasattr(xp.add, "at"):
+        xp.add.at(out, ids, values)
+    else:
+        import cupyx
+        cupyx.scatter_add(out, ids, values)
 
 
 def _channel_view(vec, ndim, axis):

@@ -79,7 +79,10 @@ def _draw(fn, params, shape, dtype, ctx, out):
     with ctx.scope():
         data = fn(generator(ctx.xp), raw, size, dtype)
     if out is not None:
-        out._data[...] = data
+        if out.stype == "default":
+            out._data[...] = data
+        else:      # a sparse out (a row_sparse weight being initialized) stores every row drawn
+            out[:] = NDArray(data, ctx)
         return out
     return NDArray(data, ctx)
 

@@ -155,10 +155,10 @@ def invoke(op, args, kwargs, out=None):
     with ctx.scope():
         try:
             if profiler._running:
-                result, backward = profiler.timed(op.name, "operator", _compute, op, ctx.xp,
+                result, backward = profiler.timed(op.name, "operator", compute, op, ctx.xp,
                                                   raw, extra, attrs)
             else:
-                result, backward = _compute(op, ctx.xp, raw, extra, attrs)
+                result, backward = compute(op, ctx.xp, raw, extra, attrs)
         except MXNetError:
             raise
         except TypeError as err:
@@ -173,7 +173,7 @@ def invoke(op, args, kwargs, out=None):
     return outputs if multi else outputs[0]
 
 
-def _compute(op, xp, raw, extra, attrs):
+def compute(op, xp, raw, extra, attrs):
     """Run the op on raw inputs: its sparse kernel when an input is sparse and the kernel
     takes these storage types, else the op itself, on dense copies of sparse inputs."""
     if any(sparse_storage.is_sparse(r) for r in raw):

@@ -114,11 +114,14 @@ class BaseSparseNDArray(NDArray):
             return self._data.to_dense(self._ctx.xp)
 
     def _write_dense(self, raw, add=False):
+        # `raw` may also be a sparse container (an Embedding's row_sparse weight gradient):
+        # row_sparse into row_sparse is stored and summed without a dense copy
         xp = self._ctx.xp
         with self._ctx.scope():
-            total = self._dense_raw() + raw if add else raw
-            self._data = sparse_storage.from_dense(xp, total.astype(self._data.dtype),
-                                                   self.stype)
+            total = self._data.plus(xp, raw) if add else raw
+            total = sparse_storage.convert(xp, total, self.stype)
+            # astype copies the values: the buffer never shares the tape's arrays
+            self._data = total.astype(self._data.dtype)
 
     def _wrap_dense(self, raw):
         return NDArray(raw, self._ctx)

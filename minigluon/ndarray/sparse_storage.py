@@ -72,6 +72,11 @@ class _Storage:
     def copy(self):
         return self.map(lambda a: a.copy())
 
+    def plus(self, xp, other):
+        """self + other (a raw array or container of the same shape), as the tape sums
+        gradients: dense, unless both are row_sparse (see RowSparseStorage.plus)."""
+        return self.to_dense(xp) + densify(xp, other)
+
 
 class RowSparseStorage(_Storage):
     """The k stored rows (`data`) of an array of `shape`, at row ids `indices`."""
@@ -92,6 +97,18 @@ class RowSparseStorage(_Storage):
 
     def with_data(self, data):
         return RowSparseStorage(data, self.indices, self.shape)
+
+    def plus(self, xp, other):
+        """self + other; with another row_sparse container the sum stays row_sparse (the
+        union of their rows), so summed sparse gradients never become dense."""
+        if not isinstance(other, RowSparseStorage):
+            return super().plus(xp, other)
+        rows = xp.unique(xp.concatenate([self.indices, other.indices]))
+        data = xp.zeros((rows.shape[0],) + self.shape[1:], xp.result_type(self.dtype,
+                                                                          other.dtype))
+        for part in (self, other):
+            data[xp.searchsorted(rows, part.indices)] += part.data
+        return RowSparseStorage(data, rows.astype(INDEX_DTYPE), self.shape)
 
     def to_dense(self, xp):
         out = xp.zeros(self.shape, dtype=self.dtype)
