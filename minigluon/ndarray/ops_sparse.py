@@ -267,15 +267,15 @@ def dot(xp, lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
     if isinstance(rhs, CSRStorage) and not isinstance(lhs, CSRStorage) and not transpose_a:
         lhs = sparse_storage.densify(xp, lhs)
         _check_dot(rhs, lhs, rhs.shape[1 if transpose_b else 0], lhs.shape[-1], transpose_a,
-                   transpose_b)
+                   transpose_b, vector_ok=False)
         out = _matmul_csr(xp, lhs, rhs, transpose_b)
         return out, lambda dy: (_matmul_csr(xp, dy, rhs, not transpose_b), None)
     return NotImplemented
 
 
-def _check_dot(csr, dense, inner, other, transpose_a, transpose_b):
-    """The dense operand is 2-D (1-D on the right of csr) and the contracted sizes agree."""
-    if dense.ndim not in (1, 2):
+def _check_dot(csr, dense, inner, other, transpose_a, transpose_b, vector_ok=True):
+    """The dense operand is 2-D (or 1-D on the right of csr) and the contracted sizes agree."""
+    if dense.ndim not in ((1, 2) if vector_ok else (2,)):
         raise ShapeError(f"dot: the dense operand of a csr dot must be 1-D or 2-D, got shape "
                          f"{dense.shape}")
     check_same_dtype("dot", csr, dense)

@@ -14,9 +14,10 @@ import numpy as np
 from ..base import MXNetError, ShapeError
 from ..context import Context, current_context
 from . import registry, sparse_storage
-from .creation import DEFAULT_DTYPE
 from .ndarray import NDArray
 from .sparse_storage import CSRStorage, RowSparseStorage, SparseFormatError  # noqa: F401
+
+DEFAULT_DTYPE = np.float32    # as mx.nd's (creation.py, which builds on this module)
 
 __all__ = ["CSRNDArray", "RowSparseNDArray", "BaseSparseNDArray", "csr_matrix",
            "row_sparse_array", "zeros", "empty", "array", "SparseFormatError"]
@@ -229,7 +230,7 @@ def _is_shape(arg):
     return isinstance(arg, tuple) and all(isinstance(n, (int, np.integer)) for n in arg)
 
 
-def _scipy_sparse(arg):
+def scipy_sparse_module(arg):
     """The scipy.sparse module when `arg` is a SciPy sparse matrix, else None (SciPy is
     optional: it is only looked at when it is already imported)."""
     import sys
@@ -288,7 +289,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
             return _csr_from_coo(arg1[0], *arg1[1], shape, ctx, dtype)
         raise MXNetError("csr_matrix: expected (data, indices, indptr), (data, (row, col)) "
                          f"or a shape (M, N), got a tuple of {len(arg1)} items")
-    scipy_sparse = _scipy_sparse(arg1)
+    scipy_sparse = scipy_sparse_module(arg1)
     if scipy_sparse is not None:
         csr = scipy_sparse.csr_matrix(arg1)
         csr.sum_duplicates()    # also sorts each row's columns, as csr storage needs
@@ -370,7 +371,7 @@ def array(source_array, ctx=None, dtype=None):
     if isinstance(source_array, BaseSparseNDArray):
         out = source_array.copyto(ctx) if ctx != source_array.context else source_array.copy()
         return out if dtype is None else out.astype(dtype, copy=False)
-    if _scipy_sparse(source_array) is not None:
+    if scipy_sparse_module(source_array) is not None:
         return csr_matrix(source_array, ctx=ctx, dtype=dtype)
     raise MXNetError(f"sparse.array: expected a sparse NDArray or a scipy.sparse matrix, got "
                      f"{type(source_array).__name__}; use row_sparse_array or csr_matrix for "

@@ -73,6 +73,7 @@ def test_csr_from_and_to_scipy():
     x = sparse.csr_matrix(m)
     np.testing.assert_array_equal(x.asnumpy(), m.toarray())
     np.testing.assert_array_equal(sparse.array(m).asnumpy(), m.toarray())
+    assert mx.nd.array(m).stype == "csr"
     np.testing.assert_array_equal(x.asscipy().toarray(), m.toarray())
 
 
@@ -230,6 +231,9 @@ def test_detach_keeps_stype_and_dense_results_stay_dense_class():
     x = mx.nd.array(DENSE).tostype("row_sparse")
     assert x.detach().stype == "row_sparse"
     assert type(mx.nd.array(DENSE) + x) is mx.nd.NDArray
+    dense = mx.nd.zeros((4, 4))
+    dense[:] = x
+    np.testing.assert_array_equal(dense.asnumpy(), DENSE)
 
 
 @pytest.mark.parametrize("stype", ["row_sparse", "csr"])
