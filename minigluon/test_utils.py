@@ -207,19 +207,32 @@ def _uniform_nd(shape, dtype):
                  dtype=dtype)
 
 
+def _optimizer_operand(shape, dtype, stype, density=None):
+    """(array for the optimizer under test, its dense copy for the reference): uniform
+    values, or for a sparse `stype` a random sparse array (`density` of its rows/values
+    stored, random when None)."""
+    if stype == "default":
+        arr = _uniform_nd(shape, dtype)
+        return arr, arr.copy()
+    if stype not in ("row_sparse", "csr"):
+        raise MXNetError(f"compare_optimizer: unknown storage type {stype!r}; use 'default', "
+                         "'row_sparse' or 'csr'")
+    arr = rand_ndarray(shape, stype, density=density, dtype=dtype)
+    return arr, arr.tostype("default")
+
+
 def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="default",
                       rtol=1e-4, atol=1e-5, compare_states=True, ntensors=1):
     """Run one update of `opt1` and `opt2` from the same random weight and gradient and
-    assert the states and weights agree. A list `shape` gives `ntensors` weights that
-    `opt2` updates in one multi-tensor call and `opt1` one by one."""
-    if "default" != w_stype or "default" != g_stype:
-        raise MXNetError(f"compare_optimizer: minigluon arrays are dense only, got "
-                         f"w_stype={w_stype!r}, g_stype={g_stype!r}; help: use 'default'")
+    assert the states and weights agree. `opt2` gets the weight and gradient in `w_stype`
+    and `g_stype` (a sparse weight stores every row), `opt1` dense copies. A list `shape`
+    gives `ntensors` dense weights that `opt2` updates in one multi-tensor call and `opt1`
+    one by one."""
     if not isinstance(shape, list):
         if ntensors != 1:
             raise ValueError(f"compare_optimizer: one shape needs ntensors=1, got {ntensors}")
-        w1, g1 = _uniform_nd(shape, dtype), _uniform_nd(shape, dtype)
-        w2, g2 = w1.copy(), g1.copy()
+        w2, w1 = _optimizer_operand(shape, dtype, w_stype, density=1)
+        g2, g1 = _optimizer_operand(shape, dtype, g_stype)
         state1 = opt1.create_state_multi_precision(0, w1)
         state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:

@@ -191,8 +191,12 @@ def test_compare_optimizer_agrees_with_itself_and_catches_a_difference():
     tu.compare_optimizer(sgd(0.1), sgd(0.1), [(3,), (2, 2)], np.float32, ntensors=2)
     with pytest.raises(AssertionError):
         tu.compare_optimizer(sgd(0.1), sgd(0.5), (3, 4), np.float32)
-    with pytest.raises(MXNetError, match="dense only"):
-        tu.compare_optimizer(sgd(0.1), sgd(0.1), (3,), np.float32, w_stype="row_sparse")
+    # sparse operands for the optimizer under test, dense copies for the reference
+    tu.compare_optimizer(sgd(0.1), sgd(0.1), (3, 4), np.float32, w_stype="row_sparse",
+                         g_stype="row_sparse")
+    tu.compare_optimizer(sgd(0.1), sgd(0.1), (3, 4), np.float32, w_stype="csr", g_stype="csr")
+    with pytest.raises(MXNetError, match="unknown storage type 'coo'"):
+        tu.compare_optimizer(sgd(0.1), sgd(0.1), (3,), np.float32, w_stype="coo")
 
 
 def test_compare_ndarray_tuple_walks_nested_states():

@@ -22,6 +22,7 @@ from .ndarray import NDArray  # noqa: F401
 from .registry import OPS as _OPS, invoke as _invoke
 from .serialize import load, load_frombuffer, save, save_to_bytes  # noqa: F401
 from . import ops_legacy, ops_optimizer, contrib  # noqa: F401  (register ops; mx.nd.contrib)
+from . import ops_optimizer_sparse  # noqa: F401  (the update ops' sparse kernels)
 from . import image  # noqa: F401  (mx.nd.image)
 from . import sparse  # noqa: F401  (mx.nd.sparse: row_sparse and csr arrays)
 from .manipulation import concatenate, moveaxis, onehot_encode  # noqa: F401
