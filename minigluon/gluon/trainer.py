@@ -84,7 +84,7 @@ class Trainer:
         self._kvstore = None
         self._update_on_kvstore = None
         self._distributed = False
-        self._params_to_init = [i for i, _ in self._trainable()]
+        self._params_to_init = self._params_in_store()
 
     def _reset_kvstore(self):
         """Forget the kvstore; the next step creates it again from the parameters' current
@@ -93,11 +93,23 @@ class Trainer:
             raise MXNetError(f"cannot reset the distributed {self._kvstore.type!r} kvstore: "
                              "the other workers and the servers keep its weights. Load "
                              "parameters before creating the Trainer")
+        self._keep_sparse_weights()
         self._kv_initialized = False
         self._kvstore = None
         self._distributed = False
         self._update_on_kvstore = None
-        self._params_to_init = [i for i, _ in self._trainable()]
+        self._params_to_init = self._params_in_store()
+
+    def _keep_sparse_weights(self):
+        """A row_sparse weight lives in the store, and its device copies hold only the
+        rows last pulled: before the store goes, every row comes back to them (the new
+        store starts from them)."""
+        if self._kvstore is None:
+            return
+        for i, param in enumerate(self._params):
+            if param.stype != "default" and param._data is not None \
+                    and i not in self._params_to_init:
+                self._kvstore.pull(i, out=param._data, priority=-i, ignore_sparse=False)
 
     def _on_param_loaded(self, param):
         """`param` gets new values from a file: a store that holds the weights (update on
@@ -125,6 +137,12 @@ class Trainer:
 
     def _trainable(self):
         return [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+
+    def _params_in_store(self):
+        """The indices of the parameters a kvstore holds: the trained ones, and every
+        row_sparse weight (which is read from the store)."""
+        return [i for i, p in enumerate(self._params)
+                if p.grad_req != "null" or p.stype != "default"]
 
     # ---- kvstore setup (lazy: deferred parameters get their shapes in the first forward) --
     def _init_kvstore(self):

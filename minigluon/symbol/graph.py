@@ -70,7 +70,9 @@ class CachedGraph:
         raw = [x._data if isinstance(x, NDArray) else x for x in inputs]
         with ctx.scope():
             values, closures = self._forward(ctx.xp, raw)
-        cls = next(type(x) for x in inputs if isinstance(x, NDArray))   # mx.np's or legacy
+        # dense outputs take the class of the dense inputs (mx.np's or legacy)
+        cls = next((type(x) for x in inputs if isinstance(x, NDArray) and
+                    x.stype == "default"), NDArray)
         outputs = [registry.wrap(values[s], ctx, cls) for s in self.output_slots]
         if autograd.is_recording() and any(
                 isinstance(x, NDArray) and autograd.needs_grad(x) for x in inputs):
