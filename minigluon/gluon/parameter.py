@@ -330,6 +330,8 @@ class Parameter:
             init, ctx, default_init, _ = self._deferred_init
             self._deferred_init = (init, ctx, default_init, data)
             return
+        if self._trainer is not None:       # a store holding the old weights must forget them
+            self._trainer._on_param_loaded(self)
         for arr in self._data:
             if not isinstance(data, NDArray):
                 arr[:] = data
@@ -373,7 +375,7 @@ class Parameter:
             from .. import symbol
             self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
                                    lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
-                                   stype=self.stype)
+                                   stype=None if self.stype == "default" else self.stype)
         return self._var
 
     def _reduce(self):
@@ -597,8 +599,6 @@ def _fit_value(name, param, value, filename, cast_dtype, dtype_source):
 
 
 def _load_into(param, value, ctx):
-    if param._trainer is not None:      # a store holding the old weights must forget them
-        param._trainer._on_param_loaded(param)
     if param._data is None:
         if param._deferred_init:
             ctx = param._deferred_init[1] if ctx is None else _ctx_list(ctx)

@@ -50,13 +50,16 @@ class CachedGraph:
         closures = []
         # sparse inputs: every step picks the op's sparse kernel or the storage fallback,
         # as the imperative path does; dense graphs call the ops directly
-        run = _run_any_stype if any(is_sparse(r) for r in raw_inputs) else _run_dense
+        sparse = any(is_sparse(r) for r in raw_inputs)
         for op, refs, attrs, first, count in self.steps:
             args = [values[v] if kind == "slot" else v for kind, v in refs]
             if profiler._running:
-                out, backward = profiler.timed(op.name, "symbolic", run, op, xp, args, attrs)
+                out, backward = profiler.timed(op.name, "symbolic", registry.compute, op, xp,
+                                               args, (), attrs)
+            elif sparse:
+                out, backward = registry.compute(op, xp, args, (), attrs)
             else:
-                out, backward = run(op, xp, args, attrs)
+                out, backward = op.fn(xp, *args, **attrs)
             if count == 1:   # ufuncs give scalars for 0-d arrays
                 values[first] = out if is_sparse(out) else xp.asarray(out)
             else:
@@ -101,9 +104,9 @@ class CachedGraph:
 
     def _backward(self, ctx, values, closures, out_grads, need):
         grads = [None] * self.num_slots
-        xp = ctx.xp
         for s, g in zip(self.output_slots, out_grads):
             grads[s] = g if grads[s] is None else grads[s] + g
+        xp = ctx.xp
         for (op, refs, attrs, first, count), closure in zip(reversed(self.steps),
                                                             reversed(closures)):
             outs = grads[first:first + count]
@@ -127,14 +130,6 @@ class CachedGraph:
                 # an Embedding's row_sparse weight gradient stays sparse (autograd.sum_grads)
                 grads[ref] = g if grads[ref] is None else autograd.sum_grads(grads[ref], g, xp)
         return [grads[i] for i in range(self.num_inputs)]
-
-
-def _run_dense(op, xp, args, attrs):
-    return op.fn(xp, *args, **attrs)
-
-
-def _run_any_stype(op, xp, args, attrs):
-    return registry.compute(op, xp, args, (), attrs)
 
 
 class _Shape:

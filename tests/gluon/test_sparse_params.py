@@ -257,3 +257,14 @@ def test_hybridized_block_takes_csr_input():
         y.backward()
         np.testing.assert_array_equal(y.asnumpy(), [[3, 3], [0, 0]])
         np.testing.assert_array_equal(net.weight.grad().asnumpy(), [[1, 0, 2], [1, 0, 2]])
+
+
+def test_set_data_reaches_the_kvstore():
+    w = gluon.Parameter("w", shape=(3, 2), stype="row_sparse")
+    w.initialize(mx.init.Zero())
+    gluon.Trainer([w], "sgd")
+    w.row_sparse_data(mx.nd.array([0]))       # the store now holds the weight
+    w.set_data(mx.nd.ones((3, 2)))
+    got = w.row_sparse_data(mx.nd.arange(0, 3))
+    assert got.stype == "row_sparse"
+    np.testing.assert_array_equal(got.asnumpy(), np.ones((3, 2)))
