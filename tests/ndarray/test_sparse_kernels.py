@@ -244,3 +244,13 @@ def test_inplace_ops_keep_the_storage_type():
     x += 1     # the dense result goes back into row_sparse storage
     assert x.stype == "row_sparse"
     np.testing.assert_array_equal(x.asnumpy(), (a + b) * 2 + 1)
+
+
+def test_fully_connected_falls_back_with_sparse_inputs_and_a_column_bias():
+    data = dense((5, 10), seed=16)
+    weight = RNG.uniform(-1, 1, (8, 10)).astype(np.float32)
+    bias = RNG.uniform(-1, 1, (8, 1)).astype(np.float32)
+    out = mx.nd.FullyConnected(as_stype(data, "csr"), as_stype(weight, "row_sparse"),
+                               as_stype(bias, "row_sparse"), num_hidden=8)
+    assert out.stype == "default"
+    np.testing.assert_allclose(out.asnumpy(), data @ weight.T + bias.T, rtol=1e-5, atol=1e-6)
