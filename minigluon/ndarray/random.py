@@ -79,10 +79,7 @@ def _draw(fn, params, shape, dtype, ctx, out):
     with ctx.scope():
         data = fn(generator(ctx.xp), raw, size, dtype)
     if out is not None:
-        if out.stype == "default":
-            out._data[...] = data
-        else:      # a sparse out (a row_sparse weight being initialized) stores every row drawn
-            out[:] = NDArray(data, ctx)
+        out._write_dense(data)     # a sparse out keeps its storage type
         return out
     return NDArray(data, ctx)
 

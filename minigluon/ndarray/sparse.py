@@ -33,6 +33,11 @@ class BaseSparseNDArray(NDArray):
         return self._data.stype
 
     @property
+    def _num_aux(self):
+        """How many index arrays the storage has (MXNet's name): 1 row_sparse, 2 csr."""
+        return len(self._data.aux)
+
+    @property
     def data(self):
         """The stored values, as a dense NDArray (shares no memory with this array)."""
         return NDArray(self._data.data.copy(), self._ctx)
@@ -68,6 +73,14 @@ class BaseSparseNDArray(NDArray):
     def as_np_ndarray(self):
         raise MXNetError(f"as_np_ndarray: mx.np arrays are dense; convert this {self.stype} "
                          "array with .tostype('default') first")
+
+    def zeros_like(self):
+        """Zeros of this shape in this storage type (nothing stored)."""
+        return registry.invoke(registry.get("zeros_like"), (self,), {})
+
+    def ones_like(self):
+        """Ones of this shape: a dense array."""
+        return registry.invoke(registry.get("ones_like"), (self,), {})
 
     def reshape(self, *shape, **kwargs):
         raise MXNetError(f"reshape is not defined for {self.stype} arrays; convert with "
@@ -217,13 +230,29 @@ def _value_dtype(source, dtype):
 
 
 def _checked(storage, ctx, where):
-    """Wrap `storage` after checking its components, naming the call on failure."""
+    """Wrap `storage` after checking that its components' shapes fit (MXNet's constructors
+    check no more; `check_format()` checks the ids), naming the call on failure."""
     with ctx.scope():
         try:
-            storage.check(ctx.xp, full_check=True)
+            storage.check(ctx.xp, full_check=False)
         except SparseFormatError as err:
             raise SparseFormatError(f"{where}: {err}") from None
     return registry.wrap(storage, ctx)
+
+
+def _same_shape(arg1, shape, where):
+    """The shape given as the first argument, which `shape`, when given too, must repeat."""
+    if shape is not None and tuple(shape) != tuple(arg1):
+        raise ShapeError(f"{where}: shape {tuple(shape)} does not match the shape {tuple(arg1)} "
+                         "given as the first argument")
+    return arg1
+
+
+def _inferred(ids, where):
+    """1 + the largest id: the size a shape inferred from `ids` needs."""
+    if not ids.size:
+        raise ShapeError(f"{where}: cannot infer the shape from empty indices; pass shape=")
+    return int(ids.max()) + 1
 
 
 def _is_shape(arg):
@@ -247,7 +276,7 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
     """
     ctx = current_context() if ctx is None else ctx
     if _is_shape(arg1):
-        return zeros("row_sparse", arg1, ctx, dtype)
+        return zeros("row_sparse", _same_shape(arg1, shape, "row_sparse_array"), ctx, dtype)
     if isinstance(arg1, tuple):
         if len(arg1) != 2:
             raise MXNetError(f"row_sparse_array: expected (data, indices) or a shape, got a "
@@ -262,7 +291,7 @@ def _rsp_from_parts(data, indices, shape, ctx, dtype):
     if ids.ndim != 1:
         raise ShapeError(f"row_sparse_array: indices must be 1-D, got shape {ids.shape}")
     if shape is None:
-        shape = (int(ids.max()) + 1 if ids.size else 0,) + tuple(values.shape[1:])
+        shape = (_inferred(ids, "row_sparse_array"),) + tuple(values.shape[1:])
     if values.ndim != len(shape):
         raise ShapeError(f"row_sparse_array: data of shape {values.shape} does not fit an "
                          f"array of shape {tuple(shape)}; data needs one row per index")
@@ -281,7 +310,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
     if _is_shape(arg1):
         if len(arg1) != 2:
             raise ShapeError(f"csr_matrix: a csr matrix is 2-D, got shape {arg1}")
-        return zeros("csr", arg1, ctx, dtype)
+        return zeros("csr", _same_shape(arg1, shape, "csr_matrix"), ctx, dtype)
     if isinstance(arg1, tuple):
         if len(arg1) == 3:
             return _csr_from_parts(*arg1, shape, ctx, dtype)
@@ -306,7 +335,7 @@ def _csr_from_parts(data, indices, indptr, shape, ctx, dtype):
         raise ShapeError(f"csr_matrix: data, indices and indptr must be 1-D, got shapes "
                          f"{values.shape}, {cols.shape} and {ptr.shape}")
     if shape is None:
-        shape = (ptr.shape[0] - 1, int(cols.max()) + 1 if cols.size else 0)
+        shape = (ptr.shape[0] - 1, _inferred(cols, "csr_matrix"))
     if len(shape) != 2:
         raise ShapeError(f"csr_matrix: a csr matrix is 2-D, got shape {tuple(shape)}")
     return _checked(CSRStorage(values, cols, ptr, shape), ctx, "csr_matrix")
