@@ -2,7 +2,7 @@
 import math
 
 from ..ndarray.sparse_storage import stype_of
-from .optimizer import Optimizer, OptimizerError, check_range, register
+from .optimizer import Optimizer, OptimizerError, check_range, lazy_storage, register
 
 __all__ = ["AdaGrad"]
 
@@ -36,7 +36,7 @@ class AdaGrad(Optimizer):
         return self._zeros_like(weight, stype=weight.stype)    # history of squared gradients
 
     def _lazy_rows(self, weight, state):
-        return True
+        return lazy_storage(weight, state)
 
     def _run(self, xp, index, weight, grad, state, lr, wd):
         if wd and stype_of(grad) == "row_sparse":

@@ -1,7 +1,7 @@
 """Adam (MXNet's `adam_update`, with bias correction folded into the learning rate)."""
 import math
 
-from .optimizer import Optimizer, check_range, register, same_stype
+from .optimizer import Optimizer, check_range, register, lazy_storage
 
 __all__ = ["Adam"]
 
@@ -52,7 +52,7 @@ class Adam(Optimizer):
                 self._zeros_like(weight, stype=stype))     # variance
 
     def _lazy_rows(self, weight, state):
-        return self.lazy_update and same_stype(weight, state)
+        return self.lazy_update and lazy_storage(weight, state)
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
         t = self._index_update_count[index]

@@ -28,7 +28,7 @@ from ..ndarray.sparse_storage import is_sparse, stype_of
 from ..ndarray.sparse_update import assign, update_rows
 
 __all__ = ["Optimizer", "OptimizerError", "SchedulerConflict", "register", "create",
-           "same_stype"]
+           "lazy_storage"]
 
 
 class OptimizerError(MXNetError, ValueError):
@@ -428,11 +428,15 @@ def _sym_info(sym):
     return (sym.attr_dict(), sym.list_arguments())
 
 
-def same_stype(weight, state):
-    """True when every array in `state` (raw, or a nested tuple; None counts as agreeing)
-    has the storage type of the raw `weight`: MXNet's condition for a lazy update."""
+def lazy_storage(weight, state):
+    """MXNet's storage condition for a lazy update: the raw `weight` is dense or row_sparse
+    and every array in `state` (raw, or a nested tuple; None agrees) has its storage type."""
+    return stype_of(weight) in ("default", "row_sparse") and _same_stype(weight, state)
+
+
+def _same_stype(weight, state):
     if isinstance(state, (tuple, list)):
-        return all(same_stype(weight, s) for s in state)
+        return all(_same_stype(weight, s) for s in state)
     return state is None or stype_of(state) == stype_of(weight)
 
 

@@ -3,7 +3,7 @@ import numpy as np
 
 import minigluon_ext as ext
 
-from .optimizer import Optimizer, check_range, register, same_stype
+from .optimizer import Optimizer, check_range, register, lazy_storage
 
 __all__ = ["SGD"]
 
@@ -48,7 +48,7 @@ class SGD(Optimizer):
         return self._zeros_like(weight, stype=weight.stype if self.lazy_update else "default")
 
     def _lazy_rows(self, weight, state):
-        return self.lazy_update and not self.layerwise and same_stype(weight, state)
+        return self.lazy_update and not self.layerwise and lazy_storage(weight, state)
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
         if _one_pass(xp, weight, grad, state):
