@@ -268,3 +268,16 @@ def test_set_data_reaches_the_kvstore():
     got = w.row_sparse_data(mx.nd.arange(0, 3))
     assert got.stype == "row_sparse"
     np.testing.assert_array_equal(got.asnumpy(), np.ones((3, 2)))
+
+
+def test_grad_req_add_accumulates_sparse_rows():
+    layer = gluon.nn.Embedding(10, 2, sparse_grad=True)
+    layer.initialize()
+    layer.weight.grad_req = "add"
+    for rows in ([1, 2], [2, 6]):
+        with autograd.record():
+            layer(mx.nd.array(rows)).sum().backward()
+    grad = layer.weight.grad()
+    assert grad.stype == "row_sparse"
+    assert grad.indices.asnumpy().tolist() == [1, 2, 6]
+    np.testing.assert_array_equal(grad.asnumpy()[[1, 2, 6], 0], [1, 2, 1])
