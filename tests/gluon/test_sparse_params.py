@@ -64,6 +64,16 @@ def test_sparse_grad_training_matches_dense(ctxs):
     assert not np.allclose(dense, _table())            # training did move the table
 
 
+@pytest.mark.parametrize("kvstore", ["local", None])
+def test_sparse_grads_summed_over_devices_without_device_store(kvstore):
+    # 'local' sums in the store; None makes the Trainer sum the devices' gradients itself
+    ctxs, sgd = [mx.cpu(0), mx.cpu(1)], {"learning_rate": 0.05}
+    dense = _train(gluon.nn.Embedding(VOCAB, DIM), _dense_table, ctxs, sgd, kvstore)
+    sparse = _train(gluon.nn.Embedding(VOCAB, DIM, sparse_grad=True), _dense_table, ctxs,
+                    sgd, kvstore)
+    np.testing.assert_allclose(sparse, dense, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("make", [lambda: gluon.nn.Embedding(VOCAB, DIM, sparse_grad=True),
                                   RowSparseEmbedding])
 @pytest.mark.parametrize("ctxs", [[mx.cpu(0)], [mx.cpu(0), mx.cpu(1)]])
