@@ -68,10 +68,11 @@ for t in range(STEPS):
     loss.backward()
     trainer.step(8)
     ids = np.unique(rng.randint(0, 12, size=3))
-    skv.push('rows', nd.sparse.row_sparse_array((rng.randint(-4, 5, (ids.size, 4)), ids),
-                                                shape=(12, 4)))
+    values = rng.randint(-4, 5, (ids.size, 4)).astype(np.float32)
+    skv.push('rows', nd.sparse.row_sparse_array((values, ids), shape=(12, 4)))
     out = nd.sparse.zeros('row_sparse', (12, 4))
-    skv.row_sparse_pull('rows', out=out, row_ids=nd.array(rng.randint(0, 12, size=5)))
+    asked = np.random.RandomState(t).randint(0, 12, size=5)     # alike on every worker
+    skv.row_sparse_pull('rows', out=out, row_ids=nd.array(asked))
     pulled.append(out.asnumpy())
     if t == 0 and r == 0:
         keys = [[k, list(i.shape), np.dtype(i.dtype).name, [list(p) for p in i.parts]]
