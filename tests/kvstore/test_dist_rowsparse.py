@@ -266,3 +266,24 @@ def test_row_sparse_push_and_pull_are_exact_and_bad_rows_get_clear_errors(tmp_pa
     results, _ = run_job(tmp_path, EXACT + BAD, workers=2, servers=2, env=ENV)
     assert sorted(r["rank"] for r in results) == [0, 1]
     assert all(r["ok"] for r in results)
+
+
+def test_states_of_row_sparse_keys_split_and_join_in_their_storage_type():
+    """save/load_optimizer_states cut a whole-key state into the servers' row slices and
+    join them back: a row_sparse state stays row_sparse, with each slice's 2-D shape."""
+    from minigluon import nd
+    from minigluon.kvstore.dist import _join_states, _split_state
+    whole = np.zeros((9, 4), np.float32)
+    whole[[1, 6]] = [[1, 2, 3, 4], [5, 6, 7, 8]]
+    state = (nd.array(whole).tostype("row_sparse"), nd.array(whole), None)
+    pieces = [_split_state(state, 0, 16, (4, 4)), _split_state(state, 16, 20, (5, 4))]
+    assert [p[0].stype for p in pieces] == ["row_sparse"] * 2
+    assert [p[1].stype for p in pieces] == ["default"] * 2
+    assert pieces[1][0].shape == (5, 4) and pieces[1][0].indices.asnumpy().tolist() == [2]
+    joined = _join_states(pieces, (9, 4))
+    assert joined[0].stype == "row_sparse" and joined[1].stype == "default"
+    assert joined[2] is None
+    for arr in joined[:2]:
+        np.testing.assert_array_equal(arr.asnumpy(), whole)
+    flat = _split_state(state, 16, 20)                # a dense key's slice: flat
+    assert flat[1].shape == (20,) and flat[0].stype == "default"
