@@ -9,8 +9,9 @@ distributed one plug in the same way.
 `KVStore` fills in the abstract `KVStoreBase` (interface.py, also the registry of
 user-defined stores) with `init`/`push`/`pull` and an in-store optimizer.
 
-row_sparse values and `row_sparse_pull` are described in rowsparse.py. As in MXNet, a
-store takes either int keys or str keys, never both: the first key initialized decides.
+row_sparse values and `row_sparse_pull` are described in rowsparse.py. As in MXNet, an
+in-process store takes either int keys or str keys, never both: the first key initialized
+decides (the distributed store takes both).
 """
 from collections import OrderedDict
 
@@ -120,7 +121,13 @@ class KVStore(KVStoreBase):
         self._check_key_kind([k for k, _ in pairs], where, decides)
         return pairs
 
+    # MXNet's rule; the distributed store lets int and str keys live side by side, as it
+    # did before the rule came in (its servers tell keys apart by their kind too)
+    _one_key_kind = True
+
     def _check_key_kind(self, keys, where, decides=False):
+        if not self._one_key_kind:
+            return
         for k in keys:
             kind = str if isinstance(k, str) else int
             if self._key_kind is None:
