@@ -14,6 +14,7 @@ import numpy as np
 from . import autograd
 from . import context as _context
 from .base import MXNetError
+from .context import Context  # noqa: F401  (MXNet's test_utils offers it; its tests use it)
 from .ndarray import NDArray, array, sparse
 from .ndarray.random import generator as _generator
 from .util import getenv, setenv, use_np  # noqa: F401  (MXNet's test_utils offers them too)
@@ -390,9 +391,12 @@ def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=Non
     through `modifier_func`). `rsp_indices` picks the stored rows. Only the 'uniform'
     distribution is available.
     """
-    if distribution not in (None, "uniform"):
-        raise MXNetError(f"rand_sparse_ndarray: distribution {distribution!r} is not "
-                         "available in minigluon; help: use 'uniform'")
+    if distribution not in (None, "uniform", "powerlaw"):
+        raise MXNetError(f"rand_sparse_ndarray: distribution must be 'uniform' or "
+                         f"'powerlaw', got {distribution!r}")
+    if distribution == "powerlaw" and stype != "csr":
+        raise MXNetError(f"rand_sparse_ndarray: the powerlaw distribution is for csr, got "
+                         f"stype={stype!r}")
     rng = _generator(np)
     ctx = ctx or default_context()
     density = float(rng.uniform(0.0, 1.0, (), np.float64)) if density is None else density
@@ -411,11 +415,27 @@ def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=Non
         raise MXNetError("rand_sparse_ndarray: shuffle_csr_indices=True makes unsorted csr "
                          "columns, which minigluon's csr storage does not hold (check_format "
                          "refuses them); help: leave it False")
-    mask = rng.uniform(0.0, 1.0, shape, np.float64) < density
+    if distribution == "powerlaw":
+        mask = _powerlaw_mask(shape, density)
+    else:
+        mask = rng.uniform(0.0, 1.0, shape, np.float64) < density
     dense = np.zeros(shape, dtype)
     dense[mask] = _sparse_values(rng, (int(mask.sum()),), dtype, data_init, modifier_func)
     arr = sparse.csr_matrix(dense, dtype=dtype, ctx=ctx)
     return arr, (arr.data.asnumpy(), arr.indices.asnumpy(), arr.indptr.asnumpy())
+
+
+def _powerlaw_mask(shape, density):
+    """Where a powerlaw csr matrix stores values: row i holds its first 2**i columns (all
+    of them once that is more), until rows x cols x density values are placed."""
+    rows, cols = shape
+    left = int(rows * cols * density)
+    mask = np.zeros(shape, bool)
+    for row in range(rows):
+        take = min(2 ** min(row, 62), cols, left)
+        mask[row, :take] = True
+        left -= take
+    return mask
 
 
 def _sparse_values(rng, shape, dtype, data_init, modifier_func):

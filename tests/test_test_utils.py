@@ -253,3 +253,17 @@ def test_check_symbolic_backward_refuses_sparse_gradients():
     with pytest.raises(MXNetError, match="dense only"):
         tu.check_symbolic_backward(_product_plus(), [np.ones(2), np.ones(2)], [np.ones(2)],
                                    [np.ones(2), np.ones(2)], grad_stypes={"a": "row_sparse"})
+
+
+def test_rand_sparse_ndarray_components_and_powerlaw():
+    arr, (data, indices) = tu.rand_sparse_ndarray((20, 3), "row_sparse", density=0.5)
+    assert arr.stype == "row_sparse" and arr.shape == (20, 3)
+    np.testing.assert_array_equal(arr.asnumpy()[indices], data)
+    arr, (data, indices, indptr) = tu.rand_sparse_ndarray((6, 7), "csr", density=0.4,
+                                                          data_init=2.0)
+    assert arr.stype == "csr" and (data == 2).all() and indptr[-1] == len(indices) == len(data)
+    arr, _ = tu.rand_sparse_ndarray((6, 40), "csr", density=0.1, distribution="powerlaw")
+    per_row = np.diff(arr.indptr.asnumpy())
+    assert per_row.tolist() == [1, 2, 4, 8, 9, 0] and arr.data.shape == (24,)
+    assert tu.rand_ndarray((4, 4), "csr", density=1.0).stype == "csr"
+    tu.assert_almost_equal(arr, arr.asnumpy())

@@ -4,10 +4,10 @@ import numpy as np
 
 from ..base import DTypeError, ShapeError
 from ..context import current_context
-from . import registry, sparse_storage
+from . import registry, sparse, sparse_storage
 from .ndarray import NDArray
 
-DEFAULT_DTYPE = np.float32
+DEFAULT_DTYPE = sparse.DEFAULT_DTYPE
 
 
 def _ctx(ctx):
@@ -30,9 +30,11 @@ def array(source_array, ctx=None, dtype=None):
 
     The dtype is the source's when it is an NDArray, float32 otherwise (MXNet's rule, also
     for NumPy arrays of another dtype); pass `dtype` to choose. A sparse NDArray gives a
-    copy in its own storage type, as in MXNet (mx.nd.sparse.csr_matrix takes SciPy's).
+    copy in its own storage type and a scipy.sparse matrix a CSRNDArray, as in MXNet.
     """
     ctx = _ctx(ctx)
+    if sparse.scipy_sparse_module(source_array) is not None:
+        return sparse.csr_matrix(source_array, ctx=ctx, dtype=dtype)
     if isinstance(source_array, NDArray) and source_array.stype != "default":
         out = source_array.as_in_context(ctx)
         out = out.copy() if out is source_array else out

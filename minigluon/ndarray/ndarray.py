@@ -294,7 +294,7 @@ class NDArray:
                 "gradient; build the result out of place (e.g. with nd.where or concat) instead")
         key = raw_index(key, self._ctx)
         if isinstance(value, NDArray):
-            value = value.as_in_context(self._ctx)._data
+            value = value.as_in_context(self._ctx)._dense_raw()
         elif not isinstance(value, _NUMERIC):
             value = self._ctx.xp.asarray(value)
         if getattr(value, "size", 0) == 1:

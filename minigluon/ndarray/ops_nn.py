@@ -31,24 +31,27 @@ def fully_connected(xp, data, weight, bias=None, num_hidden=None, no_bias=False,
                          f"needs weight of shape ({num_hidden or weight.shape[0]}, "
                          f"{x.shape[1]}), got {weight.shape}")
     use_bias = bias is not None and not no_bias
-    if use_bias and bias.shape != (weight.shape[0],):
-        raise ShapeError(f"FullyConnected: bias must have shape ({weight.shape[0]},), "
-                         f"got {bias.shape}")
+    # MXNet takes a bias of shape (num_hidden,) or (num_hidden, 1)
+    if use_bias and bias.shape not in ((weight.shape[0],), (weight.shape[0], 1)):
+        raise ShapeError(f"FullyConnected: bias must have shape ({weight.shape[0]},) or "
+                         f"({weight.shape[0]}, 1), got {bias.shape}")
     out = x @ weight.T
     if use_bias:
-        out += bias
+        out += bias.reshape(-1)
     out_shape = (data.shape[0], weight.shape[0]) if flatten else \
         data.shape[:-1] + (weight.shape[0],)
-    return out.reshape(out_shape), Backward(_fc_grads, xp, data, weight, flatten, use_bias)
+    bias_shape = bias.shape if use_bias else None
+    return out.reshape(out_shape), Backward(_fc_grads, xp, data, weight, flatten, bias_shape)
 
 
-def _fc_grads(xp, data, weight, flatten, use_bias, dy, need=(True, True, True)):
+def _fc_grads(xp, data, weight, flatten, bias_shape, dy, need=(True, True, True)):
     # written with xp.matmul and array methods so that create_graph can record it
     x = data.reshape(data.shape[0], -1) if flatten else data.reshape(-1, data.shape[-1])
     d2 = dy.reshape(x.shape[0], -1)
     dx = xp.matmul(d2, weight).reshape(data.shape) if need[0] else None
     dw = xp.matmul(d2.T, x) if need[1] else None
-    return dx, dw, (d2.sum(axis=0) if use_bias and need[2] else None)
+    use_bias = bias_shape is not None
+    return dx, dw, (d2.sum(axis=0).reshape(bias_shape) if use_bias and need[2] else None)
 
 
 @register("Dropout")

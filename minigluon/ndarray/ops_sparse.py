@@ -69,7 +69,7 @@ def _value_map(name):
 
 _VALUE_MAPS = """negative abs sign sqrt square relu sin tan arcsin arctan sinh tanh arcsinh
 arctanh floor ceil rint trunc fix round expm1 log1p degrees radians clip divide
-power""".split()
+power equal not_equal greater greater_equal lesser lesser_equal""".split()
 for _name in _VALUE_MAPS:
     if _name in OPS:
         register_sparse(_name)(_value_map(_name))
@@ -104,8 +104,7 @@ def _pair(name, combine):
         if type(lhs) is not type(rhs):
             return value_map(xp, lhs, rhs)
         if lhs.shape != rhs.shape:
-            raise ShapeError(f"{name}: {lhs.stype} operands of shapes {lhs.shape} and "
-                             f"{rhs.shape}; they must have one shape")
+            return NotImplemented     # broadcasting: the dense op does it
         check_same_dtype(name, lhs, rhs)
         if isinstance(lhs, CSRStorage):
             flat = combine(xp, lhs.as_flat_rows(xp), rhs.as_flat_rows(xp))
@@ -267,15 +266,15 @@ def dot(xp, lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
     if isinstance(rhs, CSRStorage) and not isinstance(lhs, CSRStorage) and not transpose_a:
         lhs = sparse_storage.densify(xp, lhs)
         _check_dot(rhs, lhs, rhs.shape[1 if transpose_b else 0], lhs.shape[-1], transpose_a,
-                   transpose_b)
+                   transpose_b, vector_ok=False)
         out = _matmul_csr(xp, lhs, rhs, transpose_b)
         return out, lambda dy: (_matmul_csr(xp, dy, rhs, not transpose_b), None)
     return NotImplemented
 
 
-def _check_dot(csr, dense, inner, other, transpose_a, transpose_b):
-    """The dense operand is 2-D (1-D on the right of csr) and the contracted sizes agree."""
-    if dense.ndim not in (1, 2):
+def _check_dot(csr, dense, inner, other, transpose_a, transpose_b, vector_ok=True):
+    """The dense operand is 2-D (or 1-D on the right of csr) and the contracted sizes agree."""
+    if dense.ndim not in ((1, 2) if vector_ok else (2,)):
         raise ShapeError(f"dot: the dense operand of a csr dot must be 1-D or 2-D, got shape "
                          f"{dense.shape}")
     check_same_dtype("dot", csr, dense)
@@ -283,3 +282,44 @@ def _check_dot(csr, dense, inner, other, transpose_a, transpose_b):
         raise ShapeError(f"dot: shapes {csr.shape} (csr) and {dense.shape} are not aligned "
                          f"(transpose_a={transpose_a}, transpose_b={transpose_b}): "
                          f"contracted sizes {inner} != {other}")
+
+
+# ---- take of csr rows, getnnz --------------------------------------------------------------
+@register_sparse("take")
+def take_sparse(xp, a, indices, axis=0, mode="clip"):
+    """Rows of a csr matrix at `indices` (clipped or wrapped into range), as csr."""
+    if not isinstance(a, CSRStorage) or is_sparse(indices) or axis != 0 or \
+            mode not in ("clip", "wrap"):
+        return NotImplemented
+    ids = xp.asarray(indices).astype(sparse_storage.INDEX_DTYPE).reshape(-1)
+    n = a.shape[0]
+    rows = xp.clip(ids, 0, n - 1) if mode == "clip" else ids % n
+    counts = (a.indptr[1:] - a.indptr[:-1])[rows]
+    indptr = xp.concatenate([xp.zeros((1,), sparse_storage.INDEX_DTYPE),
+                             xp.cumsum(counts).astype(sparse_storage.INDEX_DTYPE)])
+    out_row = xp.searchsorted(indptr[1:], xp.arange(int(indptr[-1])), side="right")
+    source = a.indptr[rows][out_row] + xp.arange(int(indptr[-1])) - indptr[out_row]
+    out = CSRStorage(a.data[source], a.indices[source], indptr, (rows.shape[0], a.shape[1]))
+    return out, _dense_backward(OPS["take"], xp, (a, indices),
+                                attrs={"axis": axis, "mode": mode})
+
+
+@register("_contrib_getnnz")
+def getnnz(xp, data, axis=None):
+    """The number of stored values of a csr matrix: in all (axis None), per column (0) or
+    per row (1), as int64."""
+    raise MXNetError(f"getnnz: data must be a csr matrix, got a dense array of shape "
+                     f"{data.shape}; help: convert it with .tostype('csr')")
+
+
+@register_sparse("_contrib_getnnz")
+def getnnz_sparse(xp, data, axis=None):
+    if not isinstance(data, CSRStorage):
+        raise MXNetError(f"getnnz: data must be a csr matrix, got {data.stype}")
+    if axis is None:
+        return xp.asarray([data.nnz], dtype=np.int64), None
+    if axis in (1, -1):
+        return (data.indptr[1:] - data.indptr[:-1]).astype(np.int64), None
+    if axis in (0, -2):
+        return xp.bincount(data.indices, minlength=data.shape[1]).astype(np.int64), None
+    raise ShapeError(f"getnnz: axis must be None, 0 or 1, got {axis}")

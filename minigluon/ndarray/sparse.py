@@ -14,9 +14,10 @@ import numpy as np
 from ..base import MXNetError, ShapeError
 from ..context import Context, current_context
 from . import registry, sparse_storage
-from .creation import DEFAULT_DTYPE
 from .ndarray import NDArray
 from .sparse_storage import CSRStorage, RowSparseStorage, SparseFormatError  # noqa: F401
+
+DEFAULT_DTYPE = np.float32    # as mx.nd's (creation.py, which builds on this module)
 
 __all__ = ["CSRNDArray", "RowSparseNDArray", "BaseSparseNDArray", "csr_matrix",
            "row_sparse_array", "zeros", "empty", "array", "SparseFormatError"]
@@ -30,6 +31,11 @@ class BaseSparseNDArray(NDArray):
     @property
     def stype(self):
         return self._data.stype
+
+    @property
+    def _num_aux(self):
+        """How many index arrays the storage has (MXNet's name): 1 row_sparse, 2 csr."""
+        return len(self._data.aux)
 
     @property
     def data(self):
@@ -67,6 +73,14 @@ class BaseSparseNDArray(NDArray):
     def as_np_ndarray(self):
         raise MXNetError(f"as_np_ndarray: mx.np arrays are dense; convert this {self.stype} "
                          "array with .tostype('default') first")
+
+    def zeros_like(self):
+        """Zeros of this shape in this storage type (nothing stored)."""
+        return registry.invoke(registry.get("zeros_like"), (self,), {})
+
+    def ones_like(self):
+        """Ones of this shape: a dense array."""
+        return registry.invoke(registry.get("ones_like"), (self,), {})
 
     def reshape(self, *shape, **kwargs):
         raise MXNetError(f"reshape is not defined for {self.stype} arrays; convert with "
@@ -213,20 +227,36 @@ def _value_dtype(source, dtype):
 
 
 def _checked(storage, ctx, where):
-    """Wrap `storage` after checking its components, naming the call on failure."""
+    """Wrap `storage` after checking that its components' shapes fit (MXNet's constructors
+    check no more; `check_format()` checks the ids), naming the call on failure."""
     with ctx.scope():
         try:
-            storage.check(ctx.xp, full_check=True)
+            storage.check(ctx.xp, full_check=False)
         except SparseFormatError as err:
             raise SparseFormatError(f"{where}: {err}") from None
     return registry.wrap(storage, ctx)
+
+
+def _same_shape(arg1, shape, where):
+    """The shape given as the first argument, which `shape`, when given too, must repeat."""
+    if shape is not None and tuple(shape) != tuple(arg1):
+        raise ShapeError(f"{where}: shape {tuple(shape)} does not match the shape {tuple(arg1)} "
+                         "given as the first argument")
+    return arg1
+
+
+def _inferred(ids, where):
+    """1 + the largest id: the size a shape inferred from `ids` needs."""
+    if not ids.size:
+        raise ShapeError(f"{where}: cannot infer the shape from empty indices; pass shape=")
+    return int(ids.max()) + 1
 
 
 def _is_shape(arg):
     return isinstance(arg, tuple) and all(isinstance(n, (int, np.integer)) for n in arg)
 
 
-def _scipy_sparse(arg):
+def scipy_sparse_module(arg):
     """The scipy.sparse module when `arg` is a SciPy sparse matrix, else None (SciPy is
     optional: it is only looked at when it is already imported)."""
     import sys
@@ -243,7 +273,7 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
     """
     ctx = current_context() if ctx is None else ctx
     if _is_shape(arg1):
-        return zeros("row_sparse", arg1, ctx, dtype)
+        return zeros("row_sparse", _same_shape(arg1, shape, "row_sparse_array"), ctx, dtype)
     if isinstance(arg1, tuple):
         if len(arg1) != 2:
             raise MXNetError(f"row_sparse_array: expected (data, indices) or a shape, got a "
@@ -258,7 +288,7 @@ def _rsp_from_parts(data, indices, shape, ctx, dtype):
     if ids.ndim != 1:
         raise ShapeError(f"row_sparse_array: indices must be 1-D, got shape {ids.shape}")
     if shape is None:
-        shape = (int(ids.max()) + 1 if ids.size else 0,) + tuple(values.shape[1:])
+        shape = (_inferred(ids, "row_sparse_array"),) + tuple(values.shape[1:])
     if values.ndim != len(shape):
         raise ShapeError(f"row_sparse_array: data of shape {values.shape} does not fit an "
                          f"array of shape {tuple(shape)}; data needs one row per index")
@@ -277,7 +307,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
     if _is_shape(arg1):
         if len(arg1) != 2:
             raise ShapeError(f"csr_matrix: a csr matrix is 2-D, got shape {arg1}")
-        return zeros("csr", arg1, ctx, dtype)
+        return zeros("csr", _same_shape(arg1, shape, "csr_matrix"), ctx, dtype)
     if isinstance(arg1, tuple):
         if len(arg1) == 3:
             return _csr_from_parts(*arg1, shape, ctx, dtype)
@@ -285,7 +315,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
             return _csr_from_coo(arg1[0], *arg1[1], shape, ctx, dtype)
         raise MXNetError("csr_matrix: expected (data, indices, indptr), (data, (row, col)) "
                          f"or a shape (M, N), got a tuple of {len(arg1)} items")
-    scipy_sparse = _scipy_sparse(arg1)
+    scipy_sparse = scipy_sparse_module(arg1)
     if scipy_sparse is not None:
         csr = scipy_sparse.csr_matrix(arg1)
         csr.sum_duplicates()    # also sorts each row's columns, as csr storage needs
@@ -302,7 +332,7 @@ def _csr_from_parts(data, indices, indptr, shape, ctx, dtype):
         raise ShapeError(f"csr_matrix: data, indices and indptr must be 1-D, got shapes "
                          f"{values.shape}, {cols.shape} and {ptr.shape}")
     if shape is None:
-        shape = (ptr.shape[0] - 1, int(cols.max()) + 1 if cols.size else 0)
+        shape = (ptr.shape[0] - 1, _inferred(cols, "csr_matrix"))
     if len(shape) != 2:
         raise ShapeError(f"csr_matrix: a csr matrix is 2-D, got shape {tuple(shape)}")
     return _checked(CSRStorage(values, cols, ptr, shape), ctx, "csr_matrix")
@@ -367,7 +397,7 @@ def array(source_array, ctx=None, dtype=None):
     if isinstance(source_array, BaseSparseNDArray):
         out = source_array.copyto(ctx) if ctx != source_array.context else source_array.copy()
         return out if dtype is None else out.astype(dtype, copy=False)
-    if _scipy_sparse(source_array) is not None:
+    if scipy_sparse_module(source_array) is not None:
         return csr_matrix(source_array, ctx=ctx, dtype=dtype)
     raise MXNetError(f"sparse.array: expected a sparse NDArray or a scipy.sparse matrix, got "
                      f"{type(source_array).__name__}; use row_sparse_array or csr_matrix for "

@@ -26,11 +26,15 @@ class SparseFormatError(MXNetError, ValueError):
     """Sparse components that do not describe a valid array (check_format)."""
 
 
+class StorageTypeError(MXNetError, ValueError):
+    """A storage type name minigluon does not know."""
+
+
 def check_stype(stype, where):
     """`stype` if it is a storage type minigluon knows, else a clear error."""
     if stype not in STYPES:
-        raise MXNetError(f"{where}: unknown storage type {stype!r}; use one of "
-                         f"{', '.join(map(repr, STYPES))}")
+        raise StorageTypeError(f"{where}: unknown storage type {stype!r}; use one of "
+                               f"{', '.join(map(repr, STYPES))}")
     return stype
 
 

@@ -74,8 +74,10 @@ def test_row_sparse_pairs_with_empty_and_disjoint_rows():
     assert (a + b).indices.asnumpy().tolist() == [0, 3]
     assert (a * b).indices.asnumpy().tolist() == []
     np.testing.assert_array_equal((a - empty).asnumpy(), a.asnumpy())
-    with pytest.raises(mx.MXNetError, match="must have one shape"):
-        a + sparse.zeros("row_sparse", (5, 2))
+    column = sparse.row_sparse_array(([[2.0]], [3]), shape=(4, 1))
+    broadcast = a * column               # shapes differ: the dense op broadcasts
+    assert broadcast.stype == "default"
+    np.testing.assert_array_equal(broadcast.asnumpy(), a.asnumpy() * column.asnumpy())
 
 
 def test_add_n_of_row_sparse():
@@ -192,10 +194,43 @@ def test_csr_row_slices():
     np.testing.assert_array_equal(cols.asnumpy(), values[1:3, 1:4])
 
 
+@pytest.mark.parametrize("name, oracle", [("equal", np.equal), ("not_equal", np.not_equal),
+                                          ("greater", np.greater), ("lesser_equal", np.less_equal)])
+def test_comparisons_with_a_scalar_stay_sparse_when_zero_compares_false(name, oracle):
+    values = dense((5, 4), seed=13)
+    x = as_stype(values, "csr")
+    for scalar in (1.0, 0.0, -1.0):
+        got = getattr(mx.nd, name)(x, scalar)
+        want = oracle(values, scalar).astype(np.float32)
+        assert got.stype == ("csr" if not oracle(0.0, scalar) else "default")
+        np.testing.assert_array_equal(got.asnumpy(), want)
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_take_rows_of_csr(mode):
+    values = dense((5, 6), seed=14)
+    ids = np.array([4, 0, -2, 7, 2])
+    got = mx.nd.take(as_stype(values, "csr"), mx.nd.array(ids), mode=mode)
+    assert got.stype == "csr" and got.indptr.asnumpy()[0] == 0
+    got.check_format()
+    np.testing.assert_array_equal(got.asnumpy(), np.take(values, ids, axis=0, mode=mode))
+
+
+def test_getnnz_counts_stored_values():
+    values = dense((5, 6), seed=15)
+    x = as_stype(values, "csr")
+    assert mx.nd.contrib.getnnz(x).asnumpy().tolist() == [int((values != 0).sum())]
+    np.testing.assert_array_equal(mx.nd.contrib.getnnz(x, axis=0).asnumpy(), (values != 0).sum(0))
+    np.testing.assert_array_equal(mx.nd.contrib.getnnz(x, axis=1).asnumpy(), (values != 0).sum(1))
+    with pytest.raises(mx.MXNetError, match="must be a csr matrix"):
+        mx.nd.contrib.getnnz(mx.nd.array(values))
+
+
 def test_zeros_like_keeps_stype_and_sparse_namespace_has_the_ops():
     x = as_stype(dense((3, 3)), "csr")
-    z = mx.nd.zeros_like(x)
-    assert z.stype == "csr" and not z.asnumpy().any()
+    for z in (mx.nd.zeros_like(x), x.zeros_like()):
+        assert z.stype == "csr" and not z.asnumpy().any()
+    assert x.ones_like().stype == "default"
     assert mx.nd.sparse.zeros is sparse.zeros and mx.nd.sparse.dot.__name__ == "dot"
 
 
@@ -209,3 +244,13 @@ def test_inplace_ops_keep_the_storage_type():
     x += 1     # the dense result goes back into row_sparse storage
     assert x.stype == "row_sparse"
     np.testing.assert_array_equal(x.asnumpy(), (a + b) * 2 + 1)
+
+
+def test_fully_connected_falls_back_with_sparse_inputs_and_a_column_bias():
+    data = dense((5, 10), seed=16)
+    weight = RNG.uniform(-1, 1, (8, 10)).astype(np.float32)
+    bias = RNG.uniform(-1, 1, (8, 1)).astype(np.float32)
+    out = mx.nd.FullyConnected(as_stype(data, "csr"), as_stype(weight, "row_sparse"),
+                               as_stype(bias, "row_sparse"), num_hidden=8)
+    assert out.stype == "default"
+    np.testing.assert_allclose(out.asnumpy(), data @ weight.T + bias.T, rtol=1e-5, atol=1e-6)

@@ -73,6 +73,7 @@ def test_csr_from_and_to_scipy():
     x = sparse.csr_matrix(m)
     np.testing.assert_array_equal(x.asnumpy(), m.toarray())
     np.testing.assert_array_equal(sparse.array(m).asnumpy(), m.toarray())
+    assert mx.nd.array(m).stype == "csr"
     np.testing.assert_array_equal(x.asscipy().toarray(), m.toarray())
 
 
@@ -128,14 +129,30 @@ def test_setitem_whole_and_pickle(stype):
     (lambda: sparse.row_sparse_array(([[1.0], [2.0]], [2, 1]), shape=(4, 1)), "sorted and unique"),
     (lambda: sparse.row_sparse_array(([[1.0], [2.0]], [1, 1]), shape=(4, 1)), "sorted and unique"),
     (lambda: sparse.row_sparse_array(([[1.0]], [4]), shape=(4, 1)), "out of range"),
-    (lambda: sparse.row_sparse_array(([[1.0]], [0, 1]), shape=(4, 1)), "one row id per row"),
+    (lambda: sparse.row_sparse_array(([[1.0]], [-1]), shape=(4, 1)), "out of range"),
     (lambda: sparse.csr_matrix(([1.0, 2.0], [1, 0], [0, 2]), shape=(1, 3)), "within each row"),
     (lambda: sparse.csr_matrix(([1.0], [3], [0, 1]), shape=(1, 3)), "out of range"),
     (lambda: sparse.csr_matrix(([1.0], [0], [0, 2]), shape=(1, 3)), "indptr must start at 0"),
-    (lambda: sparse.csr_matrix(([1.0], [0], [0, 1]), shape=(2, 3)), "needs 3 entries"),
+    (lambda: sparse.csr_matrix(([7.0, 8.0, 9.0], [0, 2, 1], [0, 5, 2, 3]), shape=(3, 4)),
+     "never decrease"),
 ])
-def test_bad_components_are_refused(make, message):
+def test_check_format_names_bad_ids(make, message):
+    x = make()        # as in MXNet, constructors check shapes only
+    x.check_format(full_check=False)
     with pytest.raises(SparseFormatError, match=message):
+        x.check_format()
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: sparse.row_sparse_array(([[1.0]], [0, 1]), shape=(4, 1)), "one row id per row"),
+    (lambda: sparse.csr_matrix(([1.0], [0], [0, 1]), shape=(2, 3)), "needs 3 entries"),
+    (lambda: sparse.row_sparse_array(([[1.0]], []), shape=None), "cannot infer the shape"),
+    (lambda: sparse.row_sparse_array((2, 2), shape=(3, 2)), "does not match"),
+    (lambda: sparse.csr_matrix((2, 2), shape=(3, 2)), "does not match"),
+    (lambda: sparse.csr_matrix(mx.nd.ones((2, 2)), shape=(3, 2)), "does not match"),
+])
+def test_constructors_refuse_components_of_the_wrong_shape(make, message):
+    with pytest.raises(ValueError, match=message):
         make()
 
 
@@ -149,8 +166,10 @@ def test_check_format_finds_a_corrupted_array():
 
 
 def test_bad_stype_and_shapes_are_named():
-    with pytest.raises(mx.MXNetError, match="unknown storage type 'coo'"):
+    with pytest.raises(ValueError, match="unknown storage type 'coo'"):
         mx.nd.ones((2, 2)).tostype("coo")
+    with pytest.raises(ValueError, match="unknown storage type 'dense'"):
+        sparse.zeros("dense", (2, 2))
     with pytest.raises(mx.MXNetError, match="csr storage is for 2-D arrays"):
         mx.nd.ones((2, 2, 2)).tostype("csr")
 
@@ -230,6 +249,9 @@ def test_detach_keeps_stype_and_dense_results_stay_dense_class():
     x = mx.nd.array(DENSE).tostype("row_sparse")
     assert x.detach().stype == "row_sparse"
     assert type(mx.nd.array(DENSE) + x) is mx.nd.NDArray
+    dense = mx.nd.zeros((4, 4))
+    dense[:] = x
+    np.testing.assert_array_equal(dense.asnumpy(), DENSE)
 
 
 @pytest.mark.parametrize("stype", ["row_sparse", "csr"])
