@@ -7,13 +7,14 @@ writes one step in `_step`, on raw numpy/cupy arrays and in place, so a step is 
 recorded by autograd and the weight keeps its identity (and every alias of it).
 
 `update(index, weight, grad, state)` also accepts lists of indices, weights, gradients and
-states.
+states. Custom optimizers written the MXNet way, overriding `update` with NDArray
+arithmetic, keep working.
 
-Sparse weights, gradients and states (docs/sparse.md) run the same `_step` through
+Sparse weights, gradients and states run the same `_step` through
 `ndarray/sparse_update.py`: the standard update (every row, the dense result) by default,
 or the lazy update (only the rows a row_sparse gradient stores) for the rules whose
-`_lazy_rows` says so (SGD and Adam with lazy_update, Ftrl, AdaGrad), as in MXNet. Custom optimizers written the MXNet way, overriding `update` with NDArray
-arithmetic, keep working.
+`_lazy_rows` says so (SGD and Adam with lazy_update, Ftrl, AdaGrad), as in MXNet; see
+docs/sparse-optimizers.md.
 """
 import copy
 import warnings
