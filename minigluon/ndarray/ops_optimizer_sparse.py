@@ -6,14 +6,15 @@ Each update op gets a sparse kernel that runs the op's own dense formula through
 | op | lazy (only the row_sparse grad's rows change) when | otherwise |
 | --- | --- | --- |
 | `sgd_update` | `lazy_update=True`, weight dense or row_sparse | standard update |
-| `sgd_mom_update`, `adam_update` | also every state in the weight's storage type | standard update |
+| `sgd_mom_update`, `adam_update` | the same, and every state in the weight's stype | standard |
 | `ftrl_update` | weight and states all row_sparse | standard update |
-| `_sparse_adagrad_update` (`nd.sparse.adagrad_update`) | always | standard update (dense grad) |
+| `_sparse_adagrad_update` | weight dense or row_sparse, the history in its stype | standard |
 | every other update op (rmsprop, signum, nag, ftml, mp_*) | never | standard update |
 
-The standard update equals the dense update. Unlike MXNet's storage fallback, which would
-drop the in-place changes of sparse states, the states change in place in their own storage
-type; the new weight keeps the weight's storage type (row_sparse with every row stored).
+The standard update equals the dense update. The states change in place in their own
+storage type (the registry's plain storage fallback would update dense copies of them and
+lose that, where MXNet's fallback writes them back); the new weight keeps the weight's
+storage type (row_sparse with every row stored).
 """
 from ..base import ShapeError
 from .registry import OPS, register_sparse
@@ -27,17 +28,17 @@ def _lazy_flag(weight, states, attrs):
     return bool(attrs.get("lazy_update", True)) and stype_of(weight) in _ROW_STYPES
 
 
-def _lazy_flag_states_match(weight, states, attrs):
-    return _lazy_flag(weight, states, attrs) and \
+def _row_storage(weight, states, attrs):
+    return stype_of(weight) in _ROW_STYPES and \
         all(stype_of(s) == stype_of(weight) for s in states)
+
+
+def _lazy_flag_states_match(weight, states, attrs):
+    return _lazy_flag(weight, states, attrs) and _row_storage(weight, states, attrs)
 
 
 def _all_row_sparse(weight, states, attrs):
     return all(stype_of(a) == "row_sparse" for a in (weight,) + states)
-
-
-def _always(weight, states, attrs):
-    return True
 
 
 def _never(weight, states, attrs):
@@ -79,7 +80,7 @@ _POLICIES = {
     "sgd_mom_update": _lazy_flag_states_match,
     "adam_update": _lazy_flag_states_match,
     "ftrl_update": _all_row_sparse,
-    "_sparse_adagrad_update": _always,
+    "_sparse_adagrad_update": _row_storage,
 }
 _STANDARD_ONLY = ("nag_mom_update", "signsgd_update", "signum_update", "rmsprop_update",
                   "rmspropalex_update", "ftml_update", "mp_sgd_update", "mp_sgd_mom_update",

@@ -38,13 +38,13 @@ class AdaGrad(Optimizer):
     def _lazy_rows(self, weight, state):
         return lazy_storage(weight, state)
 
-    def _run(self, xp, index, weight, grad, state, lr, wd):
+    def _sparse_step(self, xp, index, weight, grad, state, lr, wd):
         if wd and stype_of(grad) == "row_sparse":
             raise OptimizerError(
                 f"AdaGrad update of index {index!r}: a row_sparse gradient takes no weight "
                 f"decay (as MXNet's sparse adagrad_update), got wd={wd}; help: set wd=0 (or "
                 "wd_mult 0 for this parameter), or pass a dense gradient")
-        super()._run(xp, index, weight, grad, state, lr, wd)
+        super()._sparse_step(xp, index, weight, grad, state, lr, wd)
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
         g = self._rescaled(xp, grad)

@@ -7,13 +7,14 @@ writes one step in `_step`, on raw numpy/cupy arrays and in place, so a step is 
 recorded by autograd and the weight keeps its identity (and every alias of it).
 
 `update(index, weight, grad, state)` also accepts lists of indices, weights, gradients and
-states.
+states. Custom optimizers written the MXNet way, overriding `update` with NDArray
+arithmetic, keep working.
 
-Sparse weights, gradients and states (docs/sparse.md) run the same `_step` through
+Sparse weights, gradients and states run the same `_step` through
 `ndarray/sparse_update.py`: the standard update (every row, the dense result) by default,
 or the lazy update (only the rows a row_sparse gradient stores) for the rules whose
-`_lazy_rows` says so (SGD and Adam with lazy_update, Ftrl, AdaGrad), as in MXNet. Custom optimizers written the MXNet way, overriding `update` with NDArray
-arithmetic, keep working.
+`_lazy_rows` says so (SGD and Adam with lazy_update, Ftrl, AdaGrad), as in MXNet; see
+docs/sparse-optimizers.md.
 """
 import copy
 import warnings
@@ -309,8 +310,7 @@ class Optimizer:
                 if multi_precision and w.dtype == np.float16:
                     self._step_master(idx, w, g, s, lr, wd)
                 else:
-                    self._run(w.context.xp, idx, w._data, g._data, _raw(s), float(lr),
-                              float(wd))
+                    self._run(w.context.xp, idx, w._data, g._data, _raw(s), lr, wd)
 
     def _split_master(self, state):
         """`(master, inner)` from a multi-precision state, whichever order the rule keeps."""
@@ -320,7 +320,7 @@ class Optimizer:
         master, inner = self._split_master(state)
         grad32 = grad._data.astype(np.float32)
         xp = weight.context.xp
-        self._run(xp, index, master._data, grad32, _raw(inner), float(lr), float(wd))
+        self._run(xp, index, master._data, grad32, _raw(inner), lr, wd)
         if is_sparse(weight._data):
             assign(xp, weight._data, master._data.to_dense(xp) if is_sparse(master._data)
                    else master._data)
@@ -328,14 +328,20 @@ class Optimizer:
             weight._data[...] = master._data.astype(weight._data.dtype)
 
     def _run(self, xp, index, weight, grad, state, lr, wd):
-        """One step on raw arrays: `_step` itself when all are dense; with a sparse operand
-        the lazy or the standard update of `_step` (see `_lazy_rows`)."""
-        if is_sparse(weight) or is_sparse(grad) or _any_sparse(state):
-            lazy = stype_of(grad) == "row_sparse" and self._lazy_rows(weight, state)
-            update_rows(xp, lambda w, g, s: self._step(xp, index, w, g, s, lr, wd),
-                        weight, grad, state, lazy)
+        """One step on raw arrays: `_step` itself when all are dense (every dense step comes
+        here: keep it short), else `_sparse_step`."""
+        if _plain(xp.ndarray, weight, grad, state):
+            self._step(xp, index, weight, grad, state, float(lr), float(wd))
         else:
-            self._step(xp, index, weight, grad, state, lr, wd)
+            self._sparse_step(xp, index, weight, grad, state, lr, wd)
+
+    def _sparse_step(self, xp, index, weight, grad, state, lr, wd):
+        """`_step` on raw arrays of which some may be sparse containers: the lazy or the
+        standard update of ndarray/sparse_update.py (see `_lazy_rows`)."""
+        lr, wd = float(lr), float(wd)
+        lazy = stype_of(grad) == "row_sparse" and self._lazy_rows(weight, state)
+        update_rows(xp, lambda w, g, s: self._step(xp, index, w, g, s, lr, wd),
+                    weight, grad, state, lazy)
 
     def _lazy_rows(self, weight, state):
         """Whether a row_sparse gradient updates only its own rows of `weight` and `state`
@@ -440,10 +446,21 @@ def _same_stype(weight, state):
     return state is None or stype_of(state) == stype_of(weight)
 
 
-def _any_sparse(state):
-    if isinstance(state, (tuple, list)):
-        return any(_any_sparse(s) for s in state)
-    return is_sparse(state)
+def _plain(array_type, weight, grad, state):
+    """True when weight, grad and each state are raw arrays of exactly `array_type` (or
+    None): the dense path. Anything else (a sparse container, nested states) takes
+    `_sparse_step`, which is right for dense arrays too, only slower. Exact type tests, as
+    this runs on every dense step (isinstance against the container classes costs more)."""
+    if type(weight) is not array_type or type(grad) is not array_type:
+        return False
+    if state is None or type(state) is array_type:
+        return True
+    if type(state) is not tuple:
+        return False
+    for s in state:
+        if s is not None and type(s) is not array_type:
+            return False
+    return True
 
 
 def _raw(state):
@@ -451,7 +468,7 @@ def _raw(state):
     if isinstance(state, NDArray):
         return state._data
     if isinstance(state, (tuple, list)):
-        return tuple(_raw(s) for s in state)
+        return tuple([_raw(s) for s in state])     # a list is built faster than a generator
     return state
 
 
