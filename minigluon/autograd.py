@@ -10,6 +10,18 @@ duck-typed: an array is anything with a raw buffer `_data`, a `context` (whose `
 array module), `shape`/`dtype`, and the tape slots `_node`, `_out_index`, `_grad`,
 `_grad_req` that this module reads and writes. New arrays are built with the type of an
 array at hand, so mx.nd, mx.np and any other front end record alike.
+
+Sparse arrays (mx.nd.sparse) keep a container, not a buffer, in `_data`; gradients still
+travel as dense raw buffers. Where the tape meets a caller's array it goes through three
+methods every array has: `_dense_raw()` (a head gradient's buffer), `_write_dense(raw, add)`
+(storing a variable's gradient, in the gradient buffer's own storage type) and
+`_wrap_dense(raw)` (a gradient returned by `grad`).
+
+One exception keeps sparse gradients sparse: an operator's backward may return a sparse
+container for an input (Embedding with sparse_grad=True gives its weight a row_sparse
+gradient of the rows it looked up). The tape recognizes one by its `to_dense(xp)` method,
+sums two with its `plus(xp, other)`, and hands it densified to any other operator's
+backward; a variable receives it as it is.
 """
 import functools
 import itertools
@@ -172,9 +184,28 @@ def _var_key(array):
     return id(array._grad) if array._grad is not None else id(array)
 
 
-def _accumulate(store, key, grad):
+def _accumulate(store, key, grad, xp):
     prev = store.get(key)
-    store[key] = grad if prev is None else prev + grad
+    store[key] = grad if prev is None else sum_grads(prev, grad, xp)
+
+
+def is_sparse_grad(grad):
+    """True for a sparse container among gradients (see the module docstring)."""
+    return hasattr(grad, "to_dense")
+
+
+def sum_grads(a, b, xp):
+    """a + b of two gradients, either of which may be a sparse container."""
+    if is_sparse_grad(a):
+        return a.plus(xp, b)
+    if is_sparse_grad(b):
+        return b.plus(xp, a)
+    return a + b
+
+
+def dense_grad(grad, xp):
+    """`grad` as a dense raw buffer: what operators' backward functions take."""
+    return grad.to_dense(xp) if is_sparse_grad(grad) else grad
 
 
 def _head_grad(head, hgrad, graph):
@@ -185,7 +216,7 @@ def _head_grad(head, hgrad, graph):
     elif _is_array(hgrad) and graph is not None:
         raw = hgrad    # keep it on the tape: the head gradient may itself be recorded
     else:
-        raw = hgrad._data if _is_array(hgrad) else xp.asarray(hgrad)
+        raw = hgrad._dense_raw() if _is_array(hgrad) else xp.asarray(hgrad)
     if raw.shape != head.shape:
         raise AutogradError(
             f"head_grads shape {raw.shape} does not match head shape {head.shape}")
@@ -210,6 +241,8 @@ class _GraphPass:
         """Run a backward that cannot be recorded; its results refuse a further gradient."""
         with pause():
             raw = node.backward(*[o._data for o in outs])
+        raw = [dense_grad(g, inp.context.xp) if inp is not None else g
+               for inp, g in zip(node.inputs, raw)]
         grads = [None if g is None or inp is None else type(inp)(g, inp.context)
                  for inp, g in zip(node.inputs, raw)]
         sources = [x for x in list(outs) + list(node.inputs) if x is not None and needs_grad(x)]
@@ -259,11 +292,13 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False):
     graph = _GraphPass() if create_graph else None
 
     def send(array, grad):
+        xp = array.context.xp
         if array._node is not None:
-            _accumulate(node_grads, (id(array._node), array._out_index), grad)
+            _accumulate(node_grads, (id(array._node), array._out_index), grad, xp)
         elif array._grad_req not in (None, "null"):
             prev = var_grads.get(_var_key(array))
-            var_grads[_var_key(array)] = (array, grad if prev is None else prev[1] + grad)
+            var_grads[_var_key(array)] = \
+                (array, grad if prev is None else sum_grads(prev[1], grad, xp))
 
     for head, hgrad in zip(heads, head_grads):
         if not needs_grad(head):
@@ -283,7 +318,7 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False):
         outs = [node_grads.pop((id(node), i), None) for i in range(len(node.out_meta))]
         if all(g is None for g in outs):
             continue
-        outs = [g if g is not None else _zeros(meta, graph, heads[0])
+        outs = [dense_grad(g, meta[2].xp) if g is not None else _zeros(meta, graph, heads[0])
                 for g, meta in zip(outs, node.out_meta)]
         run = node.backward if graph is None else functools.partial(graph.run, node)
         if profiler._running and node.op_name != "CachedGraph":   # a graph times its steps
@@ -340,10 +375,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     for var, grad in var_grads.values():
         if var._grad is None:
             continue
-        if var._grad_req == "add":
-            var._grad._data += grad
-        else:
-            var._grad._data[...] = grad
+        var._grad._write_dense(grad, add=var._grad_req == "add")
         var._fresh_grad = True
 
 
@@ -378,7 +410,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     for v in variables:
         entry = var_grads.get(_var_key(v))
         raw = entry[1] if entry else v.context.xp.zeros(v.shape, dtype=v.dtype)
-        out.append(raw if _is_array(raw) else type(v)(raw, v.context))
+        out.append(raw if _is_array(raw) else v._wrap_dense(dense_grad(raw, v.context.xp)))
     return out
 
 

@@ -4,6 +4,7 @@
 either keeps working. Each subclass also derives from the Python error it resembles, so `except ValueError`
 catches a bad shape too.
 """
+import numpy
 
 
 class MXNetError(RuntimeError):
@@ -33,6 +34,7 @@ class UnknownNameError(MXNetError, ValueError):
 # MXNet's names for the Python types its API checks arguments against
 integer_types = (int,)
 string_types = (str,)
+mx_real_t = numpy.float32    # MXNet's default element type
 
 
 def py_str(value):

@@ -329,3 +329,9 @@ def kvstore_use_shm():
     """Whether workers pass big arrays to servers on the same host through shared memory
     (/dev/shm) instead of sockets (MINIGLUON_KVSTORE_SHM, default 1)."""
     return env_flag("MINIGLUON_KVSTORE_SHM", True)
+
+
+def storage_fallback_log_verbose():
+    """Whether an operator that runs sparse inputs on dense copies says so, once per
+    operator (MXNET_STORAGE_FALLBACK_LOG_VERBOSE, as in MXNet: any integer but 0 logs)."""
+    return env_int("MXNET_STORAGE_FALLBACK_LOG_VERBOSE", 1) != 0

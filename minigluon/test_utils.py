@@ -14,7 +14,8 @@ import numpy as np
 from . import autograd
 from . import context as _context
 from .base import MXNetError
-from .ndarray import NDArray, array
+from .context import Context  # noqa: F401  (MXNet's test_utils offers it; its tests use it)
+from .ndarray import NDArray, array, sparse
 from .ndarray.random import generator as _generator
 from .util import getenv, setenv, use_np  # noqa: F401  (MXNet's test_utils offers them too)
 
@@ -232,19 +233,32 @@ def _uniform_nd(shape, dtype):
                  dtype=dtype)
 
 
+def _optimizer_operand(shape, dtype, stype, density=None):
+    """(array for the optimizer under test, its dense copy for the reference): uniform
+    values, or for a sparse `stype` a random sparse array (`density` of its rows/values
+    stored, random when None)."""
+    if stype == "default":
+        arr = _uniform_nd(shape, dtype)
+        return arr, arr.copy()
+    if stype not in ("row_sparse", "csr"):
+        raise MXNetError(f"compare_optimizer: unknown storage type {stype!r}; use 'default', "
+                         "'row_sparse' or 'csr'")
+    arr = rand_ndarray(shape, stype, density=density, dtype=dtype)
+    return arr, arr.tostype("default")
+
+
 def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="default",
                       rtol=1e-4, atol=1e-5, compare_states=True, ntensors=1):
     """Run one update of `opt1` and `opt2` from the same random weight and gradient and
-    assert the states and weights agree. A list `shape` gives `ntensors` weights that
-    `opt2` updates in one multi-tensor call and `opt1` one by one."""
-    if "default" != w_stype or "default" != g_stype:
-        raise MXNetError(f"compare_optimizer: minigluon arrays are dense only, got "
-                         f"w_stype={w_stype!r}, g_stype={g_stype!r}; help: use 'default'")
+    assert the states and weights agree. `opt2` gets the weight and gradient in `w_stype`
+    and `g_stype` (a sparse weight stores every row), `opt1` dense copies. A list `shape`
+    gives `ntensors` dense weights that `opt2` updates in one multi-tensor call and `opt1`
+    one by one."""
     if not isinstance(shape, list):
         if ntensors != 1:
             raise ValueError(f"compare_optimizer: one shape needs ntensors=1, got {ntensors}")
-        w1, g1 = _uniform_nd(shape, dtype), _uniform_nd(shape, dtype)
-        w2, g2 = w1.copy(), g1.copy()
+        w2, w1 = _optimizer_operand(shape, dtype, w_stype, density=1)
+        g2, g1 = _optimizer_operand(shape, dtype, g_stype)
         state1 = opt1.create_state_multi_precision(0, w1)
         state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:
@@ -371,15 +385,17 @@ def rand_shape_3d(dim0=10, dim1=10, dim2=10, allow_zero_size=False):
 
 
 def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
-                 ctx=None):
-    """An NDArray of standard-normal values (cast to `dtype`, default float32).
+                 shuffle_csr_indices=False, distribution=None, ctx=None):
+    """A random NDArray: dense standard-normal values (cast to `dtype`, default float32),
+    or for stype 'row_sparse' / 'csr' the array of `rand_sparse_ndarray`.
 
     `density` (0..1), when given, keeps that fraction of the values and zeroes the rest;
     `modifier_func` is applied to the NumPy values before they become an NDArray.
     """
     if stype != "default":
-        raise MXNetError(f"rand_ndarray: minigluon arrays are dense only, got stype={stype!r}; "
-                         "help: use stype='default'")
+        return rand_sparse_ndarray(shape, stype, density=density, dtype=dtype,
+                                   distribution=distribution, modifier_func=modifier_func,
+                                   shuffle_csr_indices=shuffle_csr_indices, ctx=ctx)[0]
     rng = _generator(np)
     values = rng.normal(0.0, 1.0, shape, np.float64)
     if density is not None:
@@ -387,6 +403,74 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func
     if modifier_func is not None:
         values = modifier_func(values)
     return array(values, ctx=ctx or default_context(), dtype=dtype)
+
+
+def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None,
+                        data_init=None, rsp_indices=None, modifier_func=None,
+                        shuffle_csr_indices=False, ctx=None):
+    """A random sparse array and its NumPy components: `(arr, (data, indices))` for
+    row_sparse, `(arr, (data, indices, indptr))` for csr.
+
+    Each row (row_sparse) or element (csr) is stored with probability `density` (random
+    when None), with values uniform in [0, 1) (all `data_init` when given, then passed
+    through `modifier_func`). `rsp_indices` picks the stored rows. Only the 'uniform'
+    distribution is available.
+    """
+    if distribution not in (None, "uniform", "powerlaw"):
+        raise MXNetError(f"rand_sparse_ndarray: distribution must be 'uniform' or "
+                         f"'powerlaw', got {distribution!r}")
+    if distribution == "powerlaw" and stype != "csr":
+        raise MXNetError(f"rand_sparse_ndarray: the powerlaw distribution is for csr, got "
+                         f"stype={stype!r}")
+    rng = _generator(np)
+    ctx = ctx or default_context()
+    density = float(rng.uniform(0.0, 1.0, (), np.float64)) if density is None else density
+    dtype = np.dtype(np.float32 if dtype is None else dtype)
+    if stype == "row_sparse":
+        rows = np.asarray(rsp_indices, np.int64) if rsp_indices is not None else \
+            np.flatnonzero(rng.uniform(0.0, 1.0, shape[0], np.float64) < density)
+        values = _sparse_values(rng, (len(rows),) + tuple(shape[1:]), dtype, data_init,
+                                modifier_func)
+        arr = sparse.row_sparse_array((values, rows), shape=shape, dtype=dtype, ctx=ctx)
+        return arr, (values, rows)
+    if stype != "csr":
+        raise MXNetError(f"rand_sparse_ndarray: stype must be 'row_sparse' or 'csr', got "
+                         f"{stype!r}")
+    if shuffle_csr_indices:
+        raise MXNetError("rand_sparse_ndarray: shuffle_csr_indices=True makes unsorted csr "
+                         "columns, which minigluon's csr storage does not hold (check_format "
+                         "refuses them); help: leave it False")
+    if distribution == "powerlaw":
+        mask = _powerlaw_mask(shape, density)
+    else:
+        mask = rng.uniform(0.0, 1.0, shape, np.float64) < density
+    dense = np.zeros(shape, dtype)
+    dense[mask] = _sparse_values(rng, (int(mask.sum()),), dtype, data_init, modifier_func)
+    arr = sparse.csr_matrix(dense, dtype=dtype, ctx=ctx)
+    return arr, (arr.data.asnumpy(), arr.indices.asnumpy(), arr.indptr.asnumpy())
+
+
+def _powerlaw_mask(shape, density):
+    """Where a powerlaw csr matrix stores values: row i holds its first 2**i columns (all
+    of them once that is more), until rows x cols x density values are placed."""
+    rows, cols = shape
+    left = int(rows * cols * density)
+    mask = np.zeros(shape, bool)
+    for row in range(rows):
+        take = min(2 ** min(row, 62), cols, left)
+        mask[row, :take] = True
+        left -= take
+    return mask
+
+
+def _sparse_values(rng, shape, dtype, data_init, modifier_func):
+    """Stored values: uniform in [0, 1), or all `data_init`, then `modifier_func` applied."""
+    values = rng.uniform(0.0, 1.0, shape, np.float64).astype(dtype)
+    if data_init is not None:
+        values.fill(data_init)
+    if modifier_func is not None:
+        values = np.vectorize(modifier_func, otypes=[dtype])(values) if values.size else values
+    return values
 
 
 def _env_settings(args):

@@ -93,8 +93,8 @@ def test_rand_ndarray_dtype_context_density():
     assert abs((sparse != 0).mean() - 0.2) < 0.03
     mx.random.seed(0)
     assert tu.same(tu.rand_ndarray((50, 40), dtype="float16"), x)
-    with pytest.raises(MXNetError, match="stype='csr'"):
-        tu.rand_ndarray((2, 2), stype="csr")
+    with pytest.raises(MXNetError, match="stype must be 'row_sparse' or 'csr'"):
+        tu.rand_ndarray((2, 2), stype="coo")
 
 
 def test_environment_sets_unsets_and_restores(monkeypatch):
@@ -191,8 +191,12 @@ def test_compare_optimizer_agrees_with_itself_and_catches_a_difference():
     tu.compare_optimizer(sgd(0.1), sgd(0.1), [(3,), (2, 2)], np.float32, ntensors=2)
     with pytest.raises(AssertionError):
         tu.compare_optimizer(sgd(0.1), sgd(0.5), (3, 4), np.float32)
-    with pytest.raises(MXNetError, match="dense only"):
-        tu.compare_optimizer(sgd(0.1), sgd(0.1), (3,), np.float32, w_stype="row_sparse")
+    # sparse operands for the optimizer under test, dense copies for the reference
+    tu.compare_optimizer(sgd(0.1), sgd(0.1), (3, 4), np.float32, w_stype="row_sparse",
+                         g_stype="row_sparse")
+    tu.compare_optimizer(sgd(0.1), sgd(0.1), (3, 4), np.float32, w_stype="csr", g_stype="csr")
+    with pytest.raises(MXNetError, match="unknown storage type 'coo'"):
+        tu.compare_optimizer(sgd(0.1), sgd(0.1), (3,), np.float32, w_stype="coo")
 
 
 def test_compare_ndarray_tuple_walks_nested_states():
@@ -270,3 +274,17 @@ def test_closeness_is_decided_chunk_by_chunk_without_missing_any(monkeypatch):
     assert not test_utils.almost_equal(c, d)
     assert test_utils.almost_equal(c, d, equal_nan=True)
     test_utils.assert_almost_equal(a[:, :1], a[:1, :1] + np.zeros((4, 1)) + (a[:, :1] - a[0, 0]))
+
+
+def test_rand_sparse_ndarray_components_and_powerlaw():
+    arr, (data, indices) = tu.rand_sparse_ndarray((20, 3), "row_sparse", density=0.5)
+    assert arr.stype == "row_sparse" and arr.shape == (20, 3)
+    np.testing.assert_array_equal(arr.asnumpy()[indices], data)
+    arr, (data, indices, indptr) = tu.rand_sparse_ndarray((6, 7), "csr", density=0.4,
+                                                          data_init=2.0)
+    assert arr.stype == "csr" and (data == 2).all() and indptr[-1] == len(indices) == len(data)
+    arr, _ = tu.rand_sparse_ndarray((6, 40), "csr", density=0.1, distribution="powerlaw")
+    per_row = np.diff(arr.indptr.asnumpy())
+    assert per_row.tolist() == [1, 2, 4, 8, 9, 0] and arr.data.shape == (24,)
+    assert tu.rand_ndarray((4, 4), "csr", density=1.0).stype == "csr"
+    tu.assert_almost_equal(arr, arr.asnumpy())

@@ -20,7 +20,8 @@ from ..ndarray.ndarray import NDArray
 from ..numpy.methods import NumpyMethods
 from ..symbol.graph import CachedGraph
 from ..symbol.symbol import Symbol
-from .parameter import DeferredInitializationError, Parameter, ParameterDict, assign_loaded
+from .parameter import (DeferredInitializationError, Parameter, ParameterDict,
+                        StorageTypeError, assign_loaded)
 
 
 def _own_params(prefix, shared):
@@ -586,6 +587,7 @@ class SymbolBlock(HybridBlock):
         self._input_names = [s.name for s in inputs]
         self._graph_sym = outputs
         self._export_sym = outputs
+        _check_dense_params(outputs, self._input_names)
         for arg in outputs.list_arguments():
             if arg not in self._input_names:
                 p = self._params.get(arg, allow_deferred_init=True)
@@ -613,3 +615,15 @@ class SymbolBlock(HybridBlock):
         params = [p.data(ctx) for p in self._reg_params.values()]
         outs = self._graph([x, *args] + params)
         return outs[0] if len(outs) == 1 else outs
+
+
+def _check_dense_params(graph, input_names):
+    """A SymbolBlock reads its parameters with data(), which sparse ones refuse: say so
+    when it is built (an AssertionError, as in MXNet)."""
+    for name, attrs in graph.attr_dict().items():
+        stype_id = attrs.get("__storage_type__", "0")
+        if name not in input_names and stype_id != "0":
+            raise StorageTypeError(
+                f"SymbolBlock: parameter {name!r} has a sparse storage type (id {stype_id}); "
+                "a SymbolBlock supports dense parameters only. Declare the variable without "
+                "stype, or write the model as a Block that calls row_sparse_data()")

@@ -17,7 +17,7 @@ from ..base import MXNetError, ShapeError
 from ..context import Context, cpu, current_context
 from ..ndarray import NDArray, zeros
 from .. import ndarray as nd
-from ..numpy.mode import in_array_mode
+from ..numpy.mode import in_array_mode, is_np_array
 
 
 class DeferredInitializationError(MXNetError, RuntimeError):
@@ -35,12 +35,22 @@ def _ctx_list(ctx):
     return ctx
 
 
+def _in_mode(array):
+    """A dense array as the type of the current mode (mx.np after npx.set_np()); sparse
+    arrays exist only as mx.nd's."""
+    return array if array.stype != "default" else in_array_mode(array)
+
+
 def _shape_known(shape):
     return shape is not None and all(s > 0 for s in shape)
 
 
 class StorageTypeError(MXNetError, AssertionError):
     """An unknown storage type; an AssertionError too, as MXNet asserts it."""
+
+
+class RowIdTypeError(MXNetError, TypeError):
+    """row_sparse_data was given row ids that are not an NDArray."""
 
 
 _STYPES = ("default", "row_sparse", "csr")
@@ -81,7 +91,11 @@ class Parameter:
         self._trainer = None       # the Trainer updating this parameter (_set_trainer)
 
     def __repr__(self):
-        return f"Parameter {self.name} (shape={self.shape}, dtype={np.dtype(self.dtype).name})"
+        stypes = "".join(f", {what}={value}" for what, value in
+                         (("stype", self.stype), ("grad_stype", self.grad_stype))
+                         if value != "default")
+        return (f"Parameter {self.name} (shape={self.shape}, "
+                f"dtype={np.dtype(self.dtype).name}{stypes})")
 
     # ---- attributes -----------------------------------------------------------------
     @property
@@ -162,25 +176,37 @@ class Parameter:
         self._deferred_init = ()
         with autograd.pause():
             if data is None:
-                data = zeros(self._shape, ctx=cpu(), dtype=self.dtype)
+                self._check_array_mode("stype", self.stype)
+                data = zeros(self._shape, ctx=cpu(), dtype=self.dtype, stype=self.stype)
                 desc = initializer.InitDesc(self.name, {"__init__": init})
                 initializer.create(default_init)(desc, data)
             self._init_impl(data, ctx)
 
     def _init_impl(self, data, ctx_list):
         self._ctx_list = list(ctx_list)
+        if data.stype != self.stype:        # a dense file loaded into a sparse parameter
+            data = data.tostype(self.stype)
         # every context gets its own buffer holding the same value; mx.np arrays after
         # npx.set_np() (as in MXNet, the mode at initialization decides what data() returns)
-        self._data = [in_array_mode(data.copyto(c)) for c in self._ctx_list]
+        self._data = [_in_mode(data.copyto(c)) for c in self._ctx_list]
         self._init_grad()
 
     def _init_grad(self):
         if self._grad_req == "null":
             self._grad = None
             return
-        self._grad = [in_array_mode(zeros(d.shape, ctx=d.context, dtype=d.dtype))
-                      for d in self._data]
+        self._check_array_mode("grad_stype", self.grad_stype)
+        self._grad = [_in_mode(zeros(d.shape, ctx=d.context, dtype=d.dtype,
+                                     stype=self.grad_stype)) for d in self._data]
         autograd.mark_variables(self._data, self._grad, self._grad_req)
+
+    def _check_array_mode(self, what, stype):
+        """mx.np arrays are dense: a sparse parameter cannot live in NumPy mode."""
+        if stype != "default" and is_np_array():
+            raise StorageTypeError(
+                f"Parameter {self.name!r}: {what} {stype!r} is not available after "
+                "npx.set_np() (mx.np arrays are dense); use stype='default' or leave "
+                "NumPy mode (npx.reset_np())")
 
     def _check_initialized(self, ctx=None):
         if self._data is not None:
@@ -211,14 +237,65 @@ class Parameter:
         return arrays[self._ctx_list.index(ctx)]
 
     def data(self, ctx=None):
-        """The value on `ctx` (the only context, or the current one, when None)."""
+        """The value on `ctx` (the only context, or the current one, when None).
+        A row_sparse parameter is read with `row_sparse_data` instead."""
+        self._check_dense("data", "row_sparse_data(row_id)")
         self._check_initialized()
         return self._pick(self._data, ctx, "data")
 
     def list_data(self):
         """The values on every context, in list_ctx() order."""
+        self._check_dense("list_data", "list_row_sparse_data(row_id)")
         self._check_initialized()
         return list(self._data)
+
+    def _check_dense(self, what, instead):
+        if self.stype != "default":
+            raise MXNetError(
+                f"Parameter {self.name!r} has stype {self.stype!r}: {what}() would give the "
+                f"local copy, which the Trainer does not keep up to date; use {instead} to "
+                "pull the rows you need from the Trainer's kvstore")
+
+    def row_sparse_data(self, row_id):
+        """The value on row_id's context, holding the rows `row_id` (an NDArray of row ids)
+        pulled from the Trainer's kvstore (only for stype 'row_sparse').
+
+        >>> w = gluon.Parameter('w', shape=(10, 4), stype='row_sparse')
+        >>> w.initialize(); trainer = gluon.Trainer([w], 'sgd')
+        >>> w.row_sparse_data(mx.nd.array([1, 3])).indices     # rows 1 and 3
+        """
+        self._check_row_sparse("row_sparse_data", "data()")
+        self._check_row_id(row_id)
+        self._check_initialized()
+        return self._pull_rows(self._pick(self._data, row_id.context, "data"), row_id)
+
+    def list_row_sparse_data(self, row_id):
+        """The values on every context (list_ctx() order), each holding the rows `row_id`
+        pulled from the Trainer's kvstore (only for stype 'row_sparse')."""
+        self._check_row_sparse("list_row_sparse_data", "list_data()")
+        self._check_row_id(row_id)
+        self._check_initialized()
+        return self._pull_rows(list(self._data), row_id)
+
+    def _check_row_sparse(self, what, instead):
+        if self.stype != "row_sparse":
+            raise MXNetError(f"Parameter {self.name!r} has stype {self.stype!r}: {what}() is "
+                             f"only for row_sparse parameters; use {instead} instead")
+
+    def _check_row_id(self, row_id):
+        if not isinstance(row_id, NDArray):
+            raise RowIdTypeError(f"Parameter {self.name!r}: row_id must be an NDArray of row "
+                                 f"ids, got {type(row_id).__name__}; e.g. mx.nd.array([0, 3])")
+
+    def _pull_rows(self, out, row_id):
+        """Fill `out` (one array or a list) with the rows `row_id` from the Trainer."""
+        if self._trainer is None:
+            raise MXNetError(
+                f"cannot read row_sparse Parameter {self.name!r}: its current rows live in "
+                "the kvstore of a Trainer, and none has been created with it; create one "
+                "first, e.g. gluon.Trainer(net.collect_params(), 'sgd')")
+        self._trainer._row_sparse_pull(self, out, row_id)
+        return out
 
     def grad(self, ctx=None):
         """The gradient buffer on `ctx`."""
@@ -253,20 +330,30 @@ class Parameter:
             init, ctx, default_init, _ = self._deferred_init
             self._deferred_init = (init, ctx, default_init, data)
             return
+        if self._trainer is not None:       # a store holding the old weights must forget them
+            self._trainer._on_param_loaded(self)
         for arr in self._data:
-            arr[:] = data if not isinstance(data, NDArray) else data.as_in_context(arr.context)
+            if not isinstance(data, NDArray):
+                arr[:] = data
+            elif "default" == data.stype == arr.stype:
+                arr[:] = data.as_in_context(arr.context)
+            else:
+                data.copyto(arr)             # converted into arr's own storage type
 
     def zero_grad(self):
-        """Set every gradient buffer to 0."""
+        """Set every gradient buffer to 0 (a sparse one then stores nothing)."""
         for g in self._grad or []:
-            g[:] = 0
+            if g.stype == "default":
+                g[:] = 0
+            else:
+                nd.zeros(g.shape, ctx=g.context, dtype=g.dtype, stype=g.stype).copyto(g)
 
     def reset_ctx(self, ctx):
         """Move the parameter to other contexts, keeping its value."""
         ctx = _ctx_list(ctx)
         if self._data is not None:
-            value = self._data[0].copyto(cpu())
-            self._init_impl(value, ctx)
+            with autograd.pause():
+                self._init_impl(self._reduce(), ctx)
         elif self._deferred_init:
             init, _, default_init, data = self._deferred_init
             self._deferred_init = (init, ctx, default_init, data)
@@ -287,12 +374,20 @@ class Parameter:
         if self._var is None:
             from .. import symbol
             self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
-                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init)
+                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
+                                   stype=None if self.stype == "default" else self.stype)
         return self._var
 
     def _reduce(self):
-        """The value gathered on cpu(0), for saving."""
-        return self.list_data()[0].copyto(cpu())
+        """The value gathered on cpu(0), for saving. A row_sparse parameter with a Trainer
+        takes every row from its kvstore, which holds the current weights."""
+        self._check_initialized()
+        if self.stype == "default" or self._trainer is None:
+            return self._data[0].copyto(cpu())
+        out = zeros(self.shape, ctx=cpu(), dtype=self.dtype, stype=self.stype)
+        all_rows = nd.arange(0, self.shape[0], ctx=cpu(), dtype="int64")
+        self._trainer._row_sparse_pull(self, out, all_rows, full_idx=True)
+        return out
 
 
 class Constant(Parameter):
@@ -504,8 +599,6 @@ def _fit_value(name, param, value, filename, cast_dtype, dtype_source):
 
 
 def _load_into(param, value, ctx):
-    if param._trainer is not None:      # a store holding the old weights must forget them
-        param._trainer._on_param_loaded(param)
     if param._data is None:
         if param._deferred_init:
             ctx = param._deferred_init[1] if ctx is None else _ctx_list(ctx)

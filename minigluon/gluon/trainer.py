@@ -6,7 +6,12 @@ each device with its own Updater (`False`: push gradients, pull their sum, updat
 copy identically). The Trainer reaches the values only through `kvstore.init/push/pull`
 and the Optimizer/Updater, so every kvstore (local, device, distributed) plugs in alike.
 
-Out of scope: sparse (row_sparse) parameters and AMP loss scaling.
+Sparse parameters, as in MXNet: a row_sparse weight (`stype='row_sparse'`) lives in the
+kvstore, which updates it; a device reads the rows it needs with `row_sparse_pull`
+(`Parameter.row_sparse_data`). A row_sparse gradient (`grad_stype='row_sparse'`, e.g.
+`nn.Embedding(sparse_grad=True)`) is pushed as such, so only the rows it stores change.
+
+Out of scope: AMP loss scaling.
 """
 from .. import autograd
 from .. import config
@@ -63,6 +68,7 @@ class Trainer:
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
                  compression_params=None, update_on_kvstore=None):
         self._params = _param_list(params)
+        self._param2idx = {id(p): i for i, p in enumerate(self._params)}
         for param in self._params:
             _check_initialized(param, "creating the Trainer")
             param._set_trainer(self)
@@ -78,7 +84,7 @@ class Trainer:
         self._kvstore = None
         self._update_on_kvstore = None
         self._distributed = False
-        self._params_to_init = [i for i, _ in self._trainable()]
+        self._params_to_init = self._params_in_store()
 
     def _reset_kvstore(self):
         """Forget the kvstore; the next step creates it again from the parameters' current
@@ -87,11 +93,23 @@ class Trainer:
             raise MXNetError(f"cannot reset the distributed {self._kvstore.type!r} kvstore: "
                              "the other workers and the servers keep its weights. Load "
                              "parameters before creating the Trainer")
+        self._keep_sparse_weights()
         self._kv_initialized = False
         self._kvstore = None
         self._distributed = False
         self._update_on_kvstore = None
-        self._params_to_init = [i for i, _ in self._trainable()]
+        self._params_to_init = self._params_in_store()
+
+    def _keep_sparse_weights(self):
+        """A row_sparse weight lives in the store, and its device copies hold only the
+        rows last pulled: before the store goes, every row comes back to them (the new
+        store starts from them)."""
+        if self._kvstore is None:
+            return
+        for i, param in enumerate(self._params):
+            if param.stype != "default" and param._data is not None \
+                    and i not in self._params_to_init:
+                self._kvstore.pull(i, out=param._data, priority=-i, ignore_sparse=False)
 
     def _on_param_loaded(self, param):
         """`param` gets new values from a file: a store that holds the weights (update on
@@ -119,6 +137,12 @@ class Trainer:
 
     def _trainable(self):
         return [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+
+    def _params_in_store(self):
+        """The indices of the parameters a kvstore holds: the trained ones, and every
+        row_sparse weight (which is read from the store)."""
+        return [i for i, p in enumerate(self._params)
+                if p.grad_req != "null" or p.stype != "default"]
 
     # ---- kvstore setup (lazy: deferred parameters get their shapes in the first forward) --
     def _init_kvstore(self):
@@ -183,7 +207,7 @@ class Trainer:
         limit = mode_of(name).device_updates_above if isinstance(name, str) else None
         if limit is None:          # a store the user made, or a mode without a size rule
             return True
-        sizes = [p.list_data()[0].size for p in self._params if not p._deferred_init]
+        sizes = [p._data[0].size for p in self._params if not p._deferred_init]
         return max(sizes, default=0) <= limit
 
     def _check_layerwise(self, kvstore, mode, requested):
@@ -193,7 +217,7 @@ class Trainer:
             return True
         split = [p.name for p in self._params
                  if not p._deferred_init and getattr(kvstore, "splits", lambda n: False)(
-                     p.list_data()[0].size)]
+                     p._data[0].size)]
         if not split:
             return True
         name = type(self._optimizer).__name__
@@ -213,10 +237,26 @@ class Trainer:
             param = self._params[i]
             if param._deferred_init:
                 waiting.append(i)
+            elif self._kvstore is not None and param.stype != "default":
+                # the store keeps the weight; devices pull the rows they use
+                self._kvstore.init(i, param._data[0])
             elif self._kvstore is not None:
-                data = param.list_data()
+                data = param._data
                 self._kvstore.broadcast(i, data[0], out=data, priority=-i)
         self._params_to_init = waiting
+
+    def _row_sparse_pull(self, param, out, row_id, full_idx=False):
+        """Copy the rows `row_id` of row_sparse `param` from the kvstore into `out` (one
+        array or a list); with `full_idx` (every row) a plain pull of a local store."""
+        self._prepare()
+        i = self._param2idx.get(id(param))
+        if i is None:
+            raise MXNetError(f"Parameter {param.name!r} is not one of this Trainer's "
+                             "parameters")
+        if full_idx and not self._distributed:
+            self._kvstore.pull(i, out=out, priority=-i, ignore_sparse=False)
+        else:
+            self._kvstore.row_sparse_pull(i, out=out, row_ids=row_id, priority=-i)
 
     def _prepare(self):
         if not self._kv_initialized:
@@ -331,7 +371,7 @@ class Trainer:
         if ignore_stale_grad:
             return
         for _, param in self._trainable():
-            for arr in param.list_data():
+            for arr in param._data:
                 if not _grad_is_fresh(arr):
                     raise _stale_error(param, arr.context)
 
@@ -342,14 +382,19 @@ class Trainer:
                 _sum_over_devices(grads)
             elif self._update_on_kvstore:
                 self._kvstore.push(i, grads, priority=-i)
+            elif grads[0].stype != "default":
+                # the sum stays row_sparse: pull it back into the row_sparse gradients
+                self._kvstore.push(i, grads, priority=-i)
+                self._kvstore.pull(i, grads, priority=-i, ignore_sparse=False)
             else:
                 self._kvstore.pushpull(i, grads, out=grads, priority=-i)
 
     def _update(self):
         if self._update_on_kvstore:
             for i, param in self._trainable():
-                self._kvstore.pull(i, param.list_data(), priority=-i)
-                for arr in param.list_data():
+                if param.stype == "default":     # row_sparse weights are pulled by rows
+                    self._kvstore.pull(i, param._data, priority=-i)
+                for arr in param._data:
                     _mark_grad_stale(arr)
             if self._distributed:
                 # the servers' copy of the optimizer counts the updates; count them here too
@@ -358,7 +403,7 @@ class Trainer:
             return
         per_device = [[] for _ in self._updaters]
         for i, param in self._trainable():
-            for todo, arr, grad in zip(per_device, param.list_data(), param.list_grad()):
+            for todo, arr, grad in zip(per_device, param._data, param.list_grad()):
                 if _grad_is_fresh(arr):    # stale here only with ignore_stale_grad: skip it
                     todo.append((i, grad, arr))
                 _mark_grad_stale(arr)
@@ -399,6 +444,11 @@ def _create_kvstore(kvstore, num_devices, sparse_weight=False):
     if isinstance(kvstore, kvs.KVStoreBase):
         return kvstore
     if kvstore is None:
+        if sparse_weight:
+            raise kvs.KVStoreError(
+                "kvstore=None does not work with row_sparse weights: they live in a "
+                "kvstore, which updates them; pass kvstore='device' (or 'local', or a "
+                "KVStore)")
         return None
     if num_devices == 1 and not sparse_weight and not mode_of(kvstore).distributed:
         return None
@@ -414,7 +464,7 @@ def _sum_over_devices(grads):
         for grad in grads[1:]:
             total += grad.as_in_context(total.context)
         for grad in grads:
-            grad[...] = total
+            total.copyto(grad)
 
 
 # Freshness: autograd.backward marks an array's `_fresh_grad` when it writes its gradient;

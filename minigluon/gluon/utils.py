@@ -53,6 +53,13 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
             "or pass even_split=False")
     step, extra = divmod(size, num_slice)
     ends = np.cumsum([0] + [step + 1] * extra + [step] * (num_slice - extra)).tolist()
+    if data.stype == "csr":
+        # csr row slices stay csr (a batch of sparse samples is split by rows)
+        if batch_axis != 0:
+            raise SplitError(f"split_data: a csr batch splits along axis 0 (its rows) only, "
+                             f"got batch_axis={batch_axis}; convert it with "
+                             ".tostype('default') to split along another axis")
+        return [data[b:e] for b, e in zip(ends[:-1], ends[1:])]
     return [nd.slice_axis(data, axis=batch_axis, begin=b, end=e)
             for b, e in zip(ends[:-1], ends[1:])]
 
@@ -91,18 +98,25 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
         raise MXNetError("clip_global_norm: got no arrays to clip")
     ctx = arrays[0].context
     with autograd.pause():
-        squares = [float((a._data.astype(np.float64) ** 2).sum()) for a in arrays]
+        values = [_stored_values(a) for a in arrays]
+        squares = [float((v.astype(np.float64) ** 2).sum()) for v in values]
         total = float(np.sqrt(sum(squares)))
         if check_isfinite and not np.isfinite(total):
             warnings.warn("clip_global_norm: the norm is NaN or infinite, so the clipped "
                           "arrays are undefined", UserWarning, stacklevel=2)
         scale = min(max_norm / (total + 1e-8), 1.0)
         if scale < 1.0:
-            for arr in arrays:
-                arr._data *= arr._data.dtype.type(scale)
+            for v in values:
+                v *= v.dtype.type(scale)
     if check_isfinite:
         return total
     return nd.array([total], ctx=ctx)
+
+
+def _stored_values(arr):
+    """The raw values of `arr`, scaled in place: a sparse array's stored values (the zeros
+    it leaves out add nothing to the norm)."""
+    return arr._data if arr.stype == "default" else arr._data.data
 
 
 # ---- files ---------------------------------------------------------------------------------

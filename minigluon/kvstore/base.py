@@ -9,7 +9,9 @@ distributed one plug in the same way.
 `KVStore` fills in the abstract `KVStoreBase` (interface.py, also the registry of
 user-defined stores) with `init`/`push`/`pull` and an in-store optimizer.
 
-Out of scope: sparse (row_sparse) values and `row_sparse_pull`.
+row_sparse values and `row_sparse_pull` are described in rowsparse.py. As in MXNet, an
+in-process store takes either int keys or str keys, never both: the first key initialized
+decides (the distributed store takes both).
 """
 from collections import OrderedDict
 
@@ -40,6 +42,7 @@ class KVStore(KVStoreBase):
         self._type = name
         self._updater = None
         self._compression = {"type": "none"}
+        self._key_kind = None    # (int or str, the first key): the keys this store takes
 
     def __repr__(self):
         return f"<{type(self).__name__} type={self._type!r}>"
@@ -79,7 +82,22 @@ class KVStore(KVStoreBase):
         raise NotImplementedError
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
-        """Copy the value of `key` into `out` (an NDArray, or a list, one per device)."""
+        """Copy the value of `key` into `out` (an NDArray, or a list, one per device).
+
+        row_sparse outs are skipped (left as they are) unless `ignore_sparse=False`, which
+        copies the whole value into them; row_sparse_pull copies only some rows."""
+        raise NotImplementedError
+
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """Copy the rows `row_ids` (an NDArray of row ids; repeats are fine) of the value of
+        `key` into the row_sparse array `out`, which then stores exactly those rows, sorted.
+
+        `out` may be a list (one per device) with one `row_ids` for all or a list of them,
+        one per out; a list of keys takes a list of outs and a list of row ids per key.
+
+        >>> kv.row_sparse_pull('w', out=mx.nd.sparse.zeros('row_sparse', (5, 2)),
+        ...                    row_ids=mx.nd.array([4, 0, 4]))     # rows 0 and 4
+        """
         raise NotImplementedError
 
     def pushpull(self, key, value, out=None, priority=0):
@@ -94,6 +112,34 @@ class KVStore(KVStoreBase):
 
     def barrier(self):
         """Wait until every worker reaches this point (nothing to wait for here)."""
+
+    def _grouped(self, key, value, where, decides=False):
+        """group_key_values(key, value, where), with the keys checked to be of the kind
+        (int or str) of this store's initialized keys; `decides` (init): the first key
+        sets that kind."""
+        pairs = group_key_values(key, value, where)
+        self._check_key_kind([k for k, _ in pairs], where, decides)
+        return pairs
+
+    # MXNet's rule; the distributed store lets int and str keys live side by side, as it
+    # did before the rule came in (its servers tell keys apart by their kind too)
+    _one_key_kind = True
+
+    def _check_key_kind(self, keys, where, decides=False):
+        if not self._one_key_kind:
+            return
+        for k in keys:
+            kind = str if isinstance(k, str) else int
+            if self._key_kind is None:
+                if not decides:
+                    continue
+                self._key_kind = (kind, k)
+            if self._key_kind[0] is not kind:
+                used = self._key_kind[0].__name__
+                raise KVStoreError(
+                    f"{where} key {k!r}: this kvstore uses {used} keys (such as "
+                    f"{self._key_kind[1]!r}); a kvstore takes either int keys or str keys, "
+                    f"not both: use {used} keys, or another store for these")
 
     # ---- updates --------------------------------------------------------------------
     def set_optimizer(self, optimizer):

@@ -25,10 +25,16 @@ every worker uses dist_async, where the others go on without it. A worker counts
 counts instead of hanging, and with MINIGLUON_LAUNCH_STATS_DIR set each worker writes its
 step statistics there when it finalizes.
 
+row_sparse keys (initialized with a row_sparse value) live on the servers in row ranges
+(partition.py): a push sends each server only the rows of its range that the worker's
+devices touched (ids re-based to the range's first row, and their values), and
+row_sparse_pull asks each server only for the rows wanted in its range (server_rows.py).
+A push of row_sparse values to a dense key is summed densely; 2-bit compression does not
+apply to row_sparse keys (a push to one is an error).
+
 PS_RESEND=1 sends unanswered requests again (van.py, resender.py); a request's payload of
 64 KiB and more is the caller's or this store's buffer, which is reused only after the
-request's reply. Out of scope: row_sparse values, '1bit' compression, and barriers that
-include the servers.
+request's reply. Out of scope: '1bit' compression, and barriers that include the servers.
 """
 import atexit
 import functools
@@ -41,18 +47,21 @@ from .. import config
 from ..autograd import pause
 from ..context import cpu
 from ..ndarray import NDArray
+from ..ndarray.sparse import row_sparse_array
 from ..optimizer import Updater, get_updater
-from .base import KVStore, KVStoreError, check_same_layout, group_key_values
+from .base import KVStore, KVStoreError, check_same_layout
 from .compression import TwoBitCompressor
-from .messages import (BodyError, LearningRate, OptimizerBlob, ProbeToken, SegmentName,
-                       StatesBlob)
+from .messages import (BodyError, LearningRate, OptimizerBlob, ProbeToken, RowIds,
+                       SegmentName, StatesBlob)
 from .modes import mode_of
 from .partition import plan
 from .postoffice import PostOffice, read_env, server_name
 from .reduce import reduce_sum, sum_into
+from .rowsparse import (as_row_sparse, check_row_sparse_outs, group_row_sparse_pull,
+                        is_row_sparse, row_ids_of, sum_values)
 from .shm import Segment, available as shm_available
 from .van import TimeoutError as KVTimeoutError
-from .wire import Cmd, Flag, Message, dtype_code
+from .wire import Cmd, Flag, Message, dtype_code, row_length
 
 __all__ = ["KVStoreDist"]
 
@@ -180,10 +189,11 @@ class _KeyInfo:
     """What a worker knows about a key: its layout, servers and push count."""
 
     __slots__ = ("key", "shape", "dtype", "size", "parts", "pushes", "send_buf",
-                 "send_reqs", "dev_buf", "pull_buf", "segments")
+                 "send_reqs", "dev_buf", "pull_buf", "segments", "row")
 
-    def __init__(self, key, shape, dtype, parts):
+    def __init__(self, key, shape, dtype, parts, row=None):
         self.key, self.shape, self.dtype, self.parts = key, shape, dtype, parts
+        self.row = row            # row_sparse key: the elements of one row; dense: None
         self.size = int(np.prod(shape, dtype=np.int64)) if shape else 1
         self.pushes = 0           # pushes so far = the round a pull waits for (dist_sync)
         self.send_buf = None      # host buffer for multi-device sums
@@ -192,9 +202,28 @@ class _KeyInfo:
         self.pull_buf = None
         self.segments = {}        # ('push'|'pull', part) -> shared-memory Segment
 
+    def row_range(self, offset, length):
+        """The rows [first, end) of the key that the slice offset+length holds."""
+        if not self.row:
+            return (0, self.shape[0]) if offset == 0 else (self.shape[0], self.shape[0])
+        return offset // self.row, (offset + length) // self.row
+
+    def rows_in(self, ids):
+        """[(server, offset, length, first row, lo, hi)]: for each part, the positions
+        lo:hi of the sorted `ids` that fall in its rows."""
+        out = []
+        for server, off, n in self.parts:
+            first, end = self.row_range(off, n)
+            lo, hi = np.searchsorted(ids, [first, end])
+            out.append((server, off, n, first, int(lo), int(hi)))
+        return out
+
 
 def _host_flat(arr):
-    """A flat, C-contiguous host view of an NDArray's data (a copy only when needed)."""
+    """A flat, C-contiguous host view of an NDArray's data (a copy only when needed;
+    a sparse array is made dense)."""
+    if arr.stype != "default":
+        arr = arr.tostype("default")
     data = arr._data
     if not isinstance(data, np.ndarray):
         data = data.get()
@@ -229,6 +258,8 @@ class KVStoreDist(KVStore):
     >>> out = mx.nd.zeros((2, 3))
     >>> kv.pull(3, out=out)                    # out == num_workers everywhere
     """
+
+    _one_key_kind = False
 
     def __init__(self, name):
         super().__init__(name)
@@ -274,7 +305,7 @@ class KVStoreDist(KVStore):
     def init(self, key, value):
         """Initialize keys; worker 0's values are used, other workers wait for them."""
         new = []
-        for k, values in group_key_values(key, value, "init"):
+        for k, values in self._grouped(key, value, "init", decides=True):
             if k in self._keys:
                 raise KVStoreError(f"init of key {k!r}: the key is already initialized; a "
                                    "key is initialized once, then changed with push")
@@ -287,8 +318,9 @@ class KVStoreDist(KVStore):
                 dtype_code(arr.dtype)
             except KVStoreError as err:
                 raise KVStoreError(f"init of key {k!r}: {err}") from None
-            parts = plan(k, arr.size, self.num_servers, self._bound)
-            new.append((k, arr, _KeyInfo(k, arr.shape, arr.dtype, parts)))
+            row = _row_of(k, arr)
+            parts = plan(k, arr.size, self.num_servers, self._bound, 1 if row is None else row)
+            new.append((k, arr, _KeyInfo(k, arr.shape, arr.dtype, parts, row)))
         reqs = []
         with pause():
             for k, arr, info in new:
@@ -302,10 +334,11 @@ class KVStoreDist(KVStore):
         what = f"init of key {key!r}" + ("" if flat is not None else
                                          " (waiting for worker 0 to initialize it)")
         reqs = []
+        flags = self._flags | (Flag.ROW_SPARSE if info.row is not None else Flag.NONE)
         for server, off, n in info.parts:
             cmd = Cmd.INIT if flat is not None else Cmd.INIT_WAIT
             payload = [flat[off:off + n]] if flat is not None else []
-            msg = Message(cmd, key=key, store=self._store, flags=self._flags, dtype=info.dtype,
+            msg = Message(cmd, key=key, store=self._store, flags=flags, dtype=info.dtype,
                           shape=info.shape, offset=off, length=n, payload=payload)
             reqs.append(self._van.request(server_name(server), msg, what))
         return reqs
@@ -323,17 +356,47 @@ class KVStoreDist(KVStore):
         """Push values (one per device, summed here first) to the servers; returns once
         the arrays may be changed again."""
         pairs = [(self._info(k, v, "push to"), v)
-                 for k, v in group_key_values(key, value, "push")]
+                 for k, v in self._grouped(key, value, "push")]
         if not self._mode.sync and not self._optimizer_set:
             raise KVStoreError(
                 f"push to key {pairs[0][0].key!r}: {self._type!r} applies every push with "
                 "the optimizer on the servers, and none is set; call kv.set_optimizer(...) "
                 "first (gluon.Trainer does so with update_on_kvstore=True)")
+        for info, _ in pairs:
+            if info.row is not None and self._compressor is not None:
+                raise KVStoreError(
+                    f"push to key {info.key!r}: 2-bit gradient compression does not apply to "
+                    "row_sparse keys (their pushes carry only the touched rows, uncompressed, "
+                    "as in MXNet); drop compression_params, or use a dense key")
         borrowed = []
         with pause():
             for info, values in pairs:
+                if info.row is not None:
+                    self._push_rows(info, values)
+                    continue
+                if any(v.stype != "default" for v in values):
+                    values = [v.tostype("default") for v in values]
                 borrowed += self._push_one(info, values)
             self._van.wait(borrowed)
+
+    def _push_rows(self, info, values):
+        """Send each server the rows of its range that the values touch (a push with no
+        rows still counts for the round)."""
+        ctx = values[0].context if self._mode.on_device else cpu()
+        merged = as_row_sparse(sum_values(values, ctx))
+        ids = merged.indices.asnumpy()
+        data = merged.data.asnumpy().reshape(ids.size, info.row)
+        info.pushes += 1
+        self._po.clock.saw_push(info.pushes)
+        for server, off, n, first, lo, hi in info.rows_in(ids):
+            payload = [RowIds(ids[lo:hi] - first).encode(),
+                       np.ascontiguousarray(data[lo:hi]).reshape(-1)]    # flat: 0 rows too
+            msg = Message(Cmd.PUSH, key=info.key, store=self._store,
+                          flags=self._flags | Flag.ROW_SPARSE, dtype=info.dtype,
+                          shape=info.shape, version=info.pushes, offset=off, length=n,
+                          payload=payload)
+            self._van.request(server_name(server), msg, f"push to key {info.key!r}",
+                              background=True)
 
     def _push_one(self, info, values):
         """Send one key's pushes; the requests whose payload is the caller's memory."""
@@ -405,23 +468,77 @@ class KVStoreDist(KVStore):
             raise KVStoreError("pull needs out=: the array (or list of arrays, one per "
                                "device) to copy the value into")
         pairs = [(self._info(k, o, "pull from"), o)
-                 for k, o in group_key_values(key, out, "pull")]
-        reqs, todo = [], []
+                 for k, o in self._grouped(key, out, "pull")]
+        reqs, todo, sparse = [], [], []
         with pause():
             for info, outs in pairs:
-                dest = _direct_view(outs[0])            # the first output gets the bytes,
-                if dest is None:                        # the others a copy of them
-                    if info.pull_buf is None:
+                outs, rsp = _split_outs(info.key, outs, ignore_sparse)
+                if not outs and not rsp:
+                    continue
+                dest = _direct_view(outs[0]) if outs else None   # the first output gets
+                if dest is None:                                 # the bytes, the others a
+                    if info.pull_buf is None:                    # copy of them
                         info.pull_buf = np.empty(info.size, info.dtype)
                     dest = info.pull_buf
                     todo.append((dest, outs))
                 else:
                     todo.append((dest, outs[1:]))
+                sparse.append((dest, info, rsp))
                 reqs += self._send_pulls(info, dest)
             self._van.wait(reqs)
             for dest, outs in todo:
                 for arr in outs:
                     _write(arr, dest)
+            for dest, info, rsp in sparse:
+                whole = NDArray(dest.reshape(info.shape).copy(), cpu())
+                for arr in rsp:
+                    whole.copyto(arr)                  # converted into row_sparse
+
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """Copy rows of keys into row_sparse outs: each server sends only the asked rows of
+        its range (a dense key is pulled whole, then the rows are taken); in dist_sync,
+        after every worker's pushes so far were merged."""
+        groups = group_row_sparse_pull(key, out, row_ids)
+        self._check_key_kind([k for k, _ in groups], "row_sparse_pull")
+        reqs, todo = [], []
+        with pause():
+            for k, pairs in groups:
+                outs = [o for o, _ in pairs]
+                info = self._info(k, outs, "row_sparse_pull from")
+                check_row_sparse_outs(k, outs)
+                asked = {}                  # one request per distinct row-ids array
+                for arr, ids in pairs:
+                    if id(ids) not in asked:
+                        rows = row_ids_of(k, ids, info.shape[0])
+                        asked[id(ids)] = (rows, self._send_row_pulls(info, rows, reqs))
+                    todo.append((arr, info, asked[id(ids)]))
+            self._van.wait(reqs)
+            for arr, info, (rows, got) in todo:
+                values = got() if callable(got) else got
+                arr[:] = row_sparse_array((values.reshape((rows.size,) + info.shape[1:]),
+                                           rows), shape=info.shape, ctx=arr.context,
+                                          dtype=info.dtype)
+
+    def _send_row_pulls(self, info, rows, reqs):
+        """Ask for the rows `rows` of a key; the (k, row length) array they will be in,
+        or (for a dense key) a function that takes them out of the whole value."""
+        if info.row is None:
+            whole = np.empty(info.size, info.dtype)
+            reqs += self._send_pulls(info, whole)
+            return lambda: whole.reshape(info.shape[0], info.size // max(info.shape[0], 1))[rows]
+        values = np.zeros((rows.size, info.row), info.dtype)
+        for server, off, n, first, lo, hi in info.rows_in(rows):
+            if lo == hi:
+                continue
+            msg = Message(Cmd.PULL, key=info.key, store=self._store,
+                          flags=self._flags | Flag.ROW_SPARSE, dtype=info.dtype,
+                          shape=info.shape, version=info.pushes, offset=off, length=n,
+                          payload=[RowIds(rows[lo:hi] - first).encode()])
+            fill = functools.partial(_fill_rows, values[lo:hi], info.key)
+            reqs.append(self._van.request(server_name(server), msg,
+                                          f"row_sparse_pull from key {info.key!r}",
+                                          on_reply=fill))
+        return values
 
     def _send_pulls(self, info, dest):
         reqs = []
@@ -558,9 +675,45 @@ class KVStoreDist(KVStore):
             if info is None:
                 continue
             for server, off, n in info.parts:
-                if server == rank:
-                    out[key] = _split_state(state, off, n)
+                if server == rank:          # a row_sparse key's server has 2-D rows
+                    rows = None if info.row is None else \
+                        (n // info.row if info.row else info.shape[0],) + info.shape[1:]
+                    out[key] = _split_state(state, off, n, rows)
         return out
+
+
+def _row_of(key, arr):
+    """The row length of a row_sparse init value (None for a dense one)."""
+    if arr.stype == "default":
+        return None
+    if not is_row_sparse(arr):
+        raise KVStoreError(f"init of key {key!r}: a distributed kvstore holds dense or "
+                           f"row_sparse values, got a {arr.stype} one; convert it with "
+                           ".tostype('default')")
+    return row_length(arr.shape)
+
+
+def _split_outs(key, outs, ignore_sparse):
+    """(dense outs, row_sparse outs to fill) of a pull: sparse ones are skipped when
+    `ignore_sparse`, and a csr one is refused."""
+    dense = [o for o in outs if o.stype == "default"]
+    sparse = [o for o in outs if o.stype != "default"]
+    if ignore_sparse:
+        return dense, []
+    for arr in sparse:
+        if not is_row_sparse(arr):
+            raise KVStoreError(f"pull from key {key!r}: cannot pull into a {arr.stype} "
+                               "array; pull into a dense or row_sparse array")
+    return dense, sparse
+
+
+def _fill_rows(dest, key, msg):
+    """Copy a row pull's reply into its rows of the destination."""
+    if msg.cmd != Cmd.VALUE or not msg.flags & Flag.ROW_SPARSE or msg.dtype != dest.dtype \
+            or msg.array().size != dest.size:
+        raise KVStoreError(f"row_sparse_pull from key {key!r}: the server answered {msg!r}, "
+                           f"expected {dest.shape[0]} rows of {dest.dtype.name}")
+    np.copyto(dest, msg.array().reshape(dest.shape))
 
 
 def _fill(dest, key, seg, msg):
@@ -577,22 +730,27 @@ def _fill(dest, key, seg, msg):
 
 
 def _join_states(pieces, shape):
-    """One state from per-slice states (arrays concatenated in slice order)."""
+    """One state from per-slice states (arrays concatenated in slice order), in the
+    storage type of the pieces."""
     first = pieces[0]
     if isinstance(first, NDArray):
-        flat = np.concatenate([p._data.reshape(-1) for p in pieces])
-        return NDArray(flat.reshape(shape), cpu())
+        flat = np.concatenate([p.asnumpy().reshape(-1) for p in pieces])
+        whole = NDArray(flat.reshape(shape), cpu())
+        return whole.tostype(first.stype) if first.stype != "default" else whole
     if isinstance(first, (tuple, list)):
         return type(first)(_join_states([p[i] for p in pieces], shape)
                            for i in range(len(first)))
     return first
 
 
-def _split_state(state, offset, length):
-    """The slice offset:offset+length of a whole-key state, as flat arrays."""
+def _split_state(state, offset, length, rows=None):
+    """The slice offset:offset+length of a whole-key state: flat arrays, or for a
+    row_sparse key arrays of the slice's `rows` shape in the state's storage type."""
     if isinstance(state, NDArray):
         data = state.asnumpy().reshape(-1)[offset:offset + length].copy()
-        return NDArray(data, cpu())
+        part = NDArray(data if rows is None else data.reshape(rows), cpu())
+        return part.tostype(state.stype) if rows is not None and state.stype != "default" \
+            else part
     if isinstance(state, (tuple, list)):
-        return type(state)(_split_state(s, offset, length) for s in state)
+        return type(state)(_split_state(s, offset, length, rows) for s in state)
     return state

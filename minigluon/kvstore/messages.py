@@ -13,6 +13,7 @@ lives in one place:
     SET_OPTIMIZER       OptimizerBlob  16-byte job token + pickled optimizer
     SET_STATES          StatesBlob     16-byte job token + Updater.get_states() bytes
     SHM_PROBE, SHM PUSH/PULL  SegmentName  ascii name of a shared-memory segment
+    ROW_SPARSE PUSH/PULL  RowIds   little-endian int64 row ids, sorted and unique
     BYTES to SHM_PROBE  ProbeToken     the 16 bytes read from the probe segment
     ERROR               Text           utf-8 text
 
@@ -30,10 +31,12 @@ import json
 import struct
 from dataclasses import dataclass
 
+import numpy as np
+
 from .base import KVStoreError
 
 __all__ = ["BodyError", "Registration", "NodeTable", "NodeLost", "Abort", "LearningRate",
-           "OptimizerBlob", "StatesBlob", "SegmentName", "ProbeToken", "Text", "BODIES",
+           "OptimizerBlob", "StatesBlob", "SegmentName", "ProbeToken", "RowIds", "Text", "BODIES",
            "TOKEN_BYTES"]
 
 TOKEN_BYTES = 16          # the job token (scheduler.py) and the shared-memory probe token
@@ -323,6 +326,40 @@ class ProbeToken:
         return cls(bytes(body))
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class RowIds:
+    """The first frame of a ROW_SPARSE PUSH or PULL: the ids of the rows it carries or
+    asks for, relative to the first row of the message's slice, as little-endian int64,
+    strictly increasing and >= 0. Whether they fit the slice is the receiver's check (it
+    knows the slice); `ids` is a NumPy int64 array."""
+    ids: np.ndarray
+
+    LABEL = "row ids (ROW_SPARSE PUSH or PULL)"
+    ITEM_BYTES = 8
+    _WIRE = np.dtype("<i8")
+
+    def encode(self):
+        return np.ascontiguousarray(self.ids, dtype=self._WIRE).tobytes()
+
+    @classmethod
+    def decode(cls, body):
+        if len(body) % cls.ITEM_BYTES:
+            raise _fail(cls.LABEL, f"{len(body)} bytes, not a whole number of "
+                                   f"{cls.ITEM_BYTES}-byte ids")
+        ids = np.frombuffer(bytes(body), dtype=cls._WIRE).astype(np.int64)
+        if ids.size > 1 and bool((ids[1:] <= ids[:-1]).any()):
+            raise _fail(cls.LABEL, f"ids {_short(ids[:8].tolist())} are not sorted and unique")
+        if ids.size and ids[0] < 0:
+            raise _fail(cls.LABEL, f"negative row id {int(ids[0])}")
+        return cls(ids)
+
+    def __eq__(self, other):
+        return type(other) is RowIds and np.array_equal(self.ids, other.ids)
+
+    def __hash__(self):
+        return hash(self.encode())
+
+
 @dataclass(frozen=True, slots=True)
 class Text:
     """ERROR: what went wrong, as text (undecodable bytes are replaced, never refused)."""
@@ -339,4 +376,4 @@ class Text:
 
 
 BODIES = (Registration, NodeTable, NodeLost, Abort, LearningRate, OptimizerBlob, StatesBlob,
-          SegmentName, ProbeToken, Text)
+          SegmentName, ProbeToken, RowIds, Text)

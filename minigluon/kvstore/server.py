@@ -5,7 +5,8 @@ dist_sync: the pushes of round t (each worker's t-th push of a key) are summed i
 order once all W arrived; with an optimizer the sum is applied to the stored weight as a
 gradient, without one it becomes the stored value. A pull for round t waits until then.
 dist_async: every push is applied on arrival (an optimizer is required).
-2-bit compressed pushes are dequantized (minigluon_ext) while merging.
+2-bit compressed pushes are dequantized (minigluon_ext) while merging. A row_sparse key
+takes pushes of rows (ids + values) and answers pulls of rows; server_rows.py says how.
 
 Pull replies are sent zero-copy from the stored array; a buffer that zmq may still be
 reading is never written: the server writes into a fresh one instead. Workers on the same
@@ -36,6 +37,8 @@ from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, Optimizer
 from .modes import from_wire
 from . import safe_pickle
 from .postoffice import PostOffice
+from .server_rows import (Rows, RowsRefused, merge_rows, read_rows, rows_as_dense, take_rows,
+                          update_rows)
 from .shm import Segment
 from .throttle import LogThrottle
 from .van import JobAbortedError
@@ -59,12 +62,15 @@ class _Key:
     """This server's slice of one key."""
 
     __slots__ = ("key", "store", "dtype", "shape", "offset", "length", "mode", "value",
-                 "spare", "round", "pushes", "ahead", "pulls", "trackers")
+                 "spare", "round", "pushes", "ahead", "pulls", "trackers", "row_sparse",
+                 "failed")
 
     def __init__(self, msg, value):
         self.key, self.store, self.dtype, self.shape = msg.key, msg.store, msg.dtype, msg.shape
         self.offset, self.length = msg.offset, msg.length
         self.mode = from_wire(msg.flags)      # modes.py: dist_sync or dist_async
+        self.row_sparse = bool(msg.flags & Flag.ROW_SPARSE)   # pushed and pulled by rows
+        self.failed = None              # (round, error text) of the last failed update
         self.value = value              # flat array of `length` values
         self.spare = None               # a free buffer for the next merge
         self.round = 0                  # rounds merged so far (dist_sync)
@@ -74,7 +80,9 @@ class _Key:
         self.trackers = []              # zmq trackers of zero-copy sends of `value`
 
     def describe(self):
-        return f"shape {self.shape} dtype {self.dtype.name} slice {self.offset}+{self.length}"
+        stype = "row_sparse " if self.row_sparse else ""
+        return (f"{stype}shape {self.shape} dtype {self.dtype.name} slice "
+                f"{self.offset}+{self.length}")
 
     def in_flight(self):
         self.trackers = [t for t in self.trackers if not t.done]
@@ -164,7 +172,7 @@ class KVServer:
                 raise _Refused(f"a server does not handle {msg.cmd.name} requests")
             self._check_worker(source, msg)
             handler(source, msg)
-        except (_Refused, BodyError) as err:
+        except (_Refused, BodyError, RowsRefused) as err:
             self._refuse(source, msg, str(err))
         except Exception as err:  # noqa: BLE001 - a bad request must not stop the server
             self.van.log.exception("failed to handle %r", msg)
@@ -226,7 +234,25 @@ class KVServer:
             raise _Refused(f"{where} key {msg.key!r}: the key was initialized by a "
                            f"{state.mode.name} kvstore but this request comes from a "
                            f"{mode.name} one; use one mode per job")
+        self._check_stype(state, msg, where)
         return state
+
+    @staticmethod
+    def _check_stype(state, msg, where):
+        """Rows go to row_sparse keys only, and a row_sparse key takes only rows (a
+        worker converts what it pushes into the key's storage type)."""
+        rows = bool(msg.flags & Flag.ROW_SPARSE)
+        if msg.cmd == Cmd.INIT_WAIT and rows != state.row_sparse:
+            stype = "row_sparse" if rows else "dense"
+            raise _Refused(f"{where} key {msg.key!r}: initialized as {state.describe()}, "
+                           f"not {stype}; every worker must initialize a key alike")
+        if msg.cmd == Cmd.PUSH and rows != state.row_sparse:
+            raise _Refused(f"{where} key {msg.key!r}: a {'row_sparse' if rows else 'dense'} "
+                           f"push to a key initialized as {state.describe()}; push the "
+                           "key's storage type")
+        if msg.cmd == Cmd.PULL and rows and not state.row_sparse:
+            raise _Refused(f"{where} key {msg.key!r}: rows asked of a key initialized as "
+                           f"{state.describe()}; pull it whole")
 
     # ---- init -------------------------------------------------------------------------
     def _init(self, identity, msg):
@@ -294,6 +320,8 @@ class KVServer:
         self._advance(state)
 
     def _push_data(self, msg):
+        if msg.flags & Flag.ROW_SPARSE:
+            return read_rows(msg, "push to")
         if msg.flags & Flag.SHM:
             return self._segment_view(msg)
         return _aligned(msg.array())
@@ -315,7 +343,7 @@ class KVServer:
         while len(state.pushes) == self.num_workers:
             entries, state.pushes = state.pushes, []
             entries.sort(key=lambda e: e[0].sender)
-            self._apply(state, self._merge(state, entries))
+            self._apply_round(state, entries)
             for msg, identity, _ in entries:
                 if msg.flags & Flag.SHM:
                     self._ack(identity, msg)
@@ -325,11 +353,31 @@ class KVServer:
         if ready:
             state.pulls = [p for p in state.pulls if p[1].version > state.round]
             for identity, msg, dest in ready:
-                self._send_value(state, identity, msg, dest)
+                self._answer_pull(state, identity, msg, dest)
+
+    def _apply_round(self, state, entries):
+        """Merge and apply one dist_sync round. If the update fails (an optimizer that
+        cannot take the gradient), the round still ends, the value stays as it was, and
+        the pulls of that round get the error instead of waiting for ever."""
+        try:
+            self._apply(state, self._merge(state, entries))
+        except Exception as err:  # noqa: BLE001 - any failure is reported to the pullers
+            self.van.log.exception("update of key %r, round %d failed", state.key,
+                                   state.round + 1)
+            state.failed = (state.round + 1, f"{type(err).__name__}: {err}")
+
+    def _answer_pull(self, state, identity, msg, dest):
+        if state.failed is not None and msg.version == state.failed[0]:
+            self._refuse(identity, msg, f"pull from key {msg.key!r}: the update of round "
+                                        f"{msg.version} failed: {state.failed[1]}")
+            return
+        self._send_value(state, identity, msg, dest)
 
     def _merge(self, state, entries):
         """The sum of the pushes' values, in rank order (a received buffer itself when
-        there is just one)."""
+        there is just one); for a row_sparse key the Rows of that sum."""
+        if state.row_sparse:
+            return merge_rows([d for _, _, d in entries], state.dtype)
         plain = [(m, d) for m, _, d in entries if not m.flags & Flag.COMPRESSED_2BIT]
         packed = [(m, d) for m, _, d in entries if m.flags & Flag.COMPRESSED_2BIT]
         if len(plain) == 1 and not packed and not plain[0][0].flags & Flag.SHM:
@@ -346,6 +394,13 @@ class KVServer:
 
     def _apply(self, state, merged):
         updater = self.updaters.get(state.store)
+        if isinstance(merged, Rows):
+            if updater is not None:
+                state.make_writable()
+                update_rows(updater, state.key, merged, state.value, state.shape,
+                            state.length)
+                return
+            merged = rows_as_dense(merged, state.buffer())
         if updater is None:
             if not state.in_flight() and state.value.flags.writeable:
                 state.spare = state.value
@@ -359,11 +414,13 @@ class KVServer:
     # ---- pull -------------------------------------------------------------------------
     def _pull(self, identity, msg):
         state = self._state(msg, "pull from")
+        if msg.flags & Flag.ROW_SPARSE:
+            read_rows(msg, "row_sparse_pull from")       # ids fit the slice: checked now
         dest = self._segment_view(msg) if msg.flags & Flag.SHM else None
         if state.mode.sync and msg.version > state.round:
             state.pulls.append((identity, msg, dest))
             return
-        self._send_value(state, identity, msg, dest)
+        self._answer_pull(state, identity, msg, dest)
 
     def _send_value(self, state, identity, msg, dest):
         """Answer a pull: copy into the worker's segment, or send the value zero-copy."""
@@ -371,6 +428,12 @@ class KVServer:
         reply = Message(Cmd.VALUE, key=state.key, store=state.store, req=msg.req,
                         dtype=state.dtype, shape=state.shape, version=state.round,
                         offset=state.offset, length=state.length)
+        if msg.flags & Flag.ROW_SPARSE:
+            ids = read_rows(msg, "row_sparse_pull from").ids
+            reply.flags = Flag.ROW_SPARSE
+            reply.payload = [take_rows(value, state.shape, state.length, ids)]
+            self.van.reply(identity, reply)
+            return
         if dest is not None:
             np.copyto(dest, value)
             reply.flags = Flag.SHM

@@ -8,7 +8,10 @@ and decodes (a node table, an error text, optimizer states...). Arrays are sent 
 `copy=False`, so a large payload is never copied in user space; nothing on the data path
 is pickled. With the SHM flag, the array lives in a shared-memory segment (shm.py) and
 the payload frame is its name (a PULL names the segment to fill; its VALUE reply then
-carries no frame). With the AUTH flag, one more frame follows the payload: the job nonce
+carries no frame). With the ROW_SPARSE flag, a PUSH carries two frames, the row ids (a
+`RowIds` body of messages.py, re-based to the first row of the slice) and the values of
+those rows, a PULL one frame of row ids, and its VALUE reply the values of those rows;
+an INIT or INIT_WAIT with the flag says that the key is row_sparse. With the AUTH flag, one more frame follows the payload: the job nonce
 and an HMAC-SHA256 of the message (auth.py); the van checks and removes it before
 `decode`.
 
@@ -29,7 +32,7 @@ import struct
 import numpy as np
 
 from .base import KVStoreError
-from .messages import SegmentName, Text
+from .messages import RowIds, SegmentName, Text
 
 __all__ = ["Cmd", "Flag", "Message", "WireError", "header_flags", "payload_kind", "words_for"]
 
@@ -85,6 +88,7 @@ class Flag(enum.IntFlag):
     DUMP_OPTIMIZER = 8   # GET_STATES: include the optimizer itself
     SHM = 16             # the array is in the shared-memory segment the payload names
     AUTH = 32            # an authentication tag frame follows the payload (auth.py)
+    ROW_SPARSE = 64      # row_sparse key (INIT, INIT_WAIT); rows only (PUSH, PULL, VALUE)
 
 
 _ARRAY, _BYTES, _NONE = "array", "bytes", "none"
@@ -213,11 +217,20 @@ class Message:
         _check_payload(msg)
         return msg
 
-    def array(self):
-        """The array payload as a flat NumPy array (a view of the received buffer)."""
+    def array(self, frame=0):
+        """The array payload (frame `frame`) as a flat NumPy array (a view of the
+        received buffer)."""
         if self.flags & Flag.COMPRESSED_2BIT:
-            return np.frombuffer(_as_buffer(self.payload[0]), dtype=np.uint32)
-        return np.frombuffer(_as_buffer(self.payload[0]), dtype=self.dtype)
+            return np.frombuffer(_as_buffer(self.payload[frame]), dtype=np.uint32)
+        return np.frombuffer(_as_buffer(self.payload[frame]), dtype=self.dtype)
+
+    def rows(self):
+        """(row ids, values as a (k, row length) array) of a ROW_SPARSE PUSH; the ids of a
+        ROW_SPARSE PULL (values None). BodyError if the ids are not sorted and unique."""
+        ids = RowIds.decode(_as_bytes(self.payload[0])).ids
+        if self.cmd != Cmd.PUSH:
+            return ids, None
+        return ids, self.array(1).reshape(ids.size, row_length(self.shape))
 
     def segment(self):
         """The shared-memory segment name of a SHM message."""
@@ -268,7 +281,15 @@ def _decode_tail(head, ndim, key_len, flags, int_key):
         raise WireError("str key is not valid utf-8") from None
 
 
+def row_length(shape):
+    """Elements of one row of an array of `shape` (the product of shape[1:])."""
+    return math.prod(shape[1:])
+
+
 def _check_payload(msg):
+    if msg.flags & Flag.ROW_SPARSE and msg.cmd in (Cmd.PUSH, Cmd.PULL, Cmd.VALUE):
+        _check_rows(msg)
+        return
     if msg.flags & Flag.SHM and msg.cmd in (Cmd.PUSH, Cmd.PULL, Cmd.VALUE):
         _check_shm(msg)
         return
@@ -282,6 +303,8 @@ def _check_payload(msg):
         _check_array(msg)
     elif kind == _NONE and msg.cmd in (Cmd.PULL, Cmd.INIT_WAIT):
         _check_slice(msg)
+    if msg.flags & Flag.ROW_SPARSE and msg.cmd in (Cmd.INIT, Cmd.INIT_WAIT):
+        _check_row_slice(msg, f"{msg.cmd.name} of row_sparse key {msg.key!r}")
 
 
 def _check_shm(msg):
@@ -326,3 +349,43 @@ def _check_array(msg):
     if nbytes != want:
         raise WireError(f"{msg.cmd.name} of key {msg.key!r}: payload of {nbytes} bytes, "
                         f"expected {want} for {msg.length} {msg.dtype.name} values")
+
+
+def _check_rows(msg):
+    """A ROW_SPARSE PUSH, PULL or VALUE: whole rows of a slice that starts and ends on a
+    row boundary, and frames whose sizes agree with the number of ids."""
+    _check_slice(msg)
+    what = f"{msg.cmd.name} of key {msg.key!r} with row_sparse rows"
+    if msg.flags & (Flag.SHM | Flag.COMPRESSED_2BIT):
+        raise WireError(f"{what}: rows never travel in shared memory or 2-bit codes")
+    row = _check_row_slice(msg, what)
+    want = {Cmd.PUSH: 2, Cmd.PULL: 1, Cmd.VALUE: 1}[msg.cmd]
+    if len(msg.payload) != want:
+        raise WireError(f"{what} needs {want} payload frames, got {len(msg.payload)}")
+    sizes = [len(f) if not isinstance(f, np.ndarray) else f.nbytes for f in msg.payload]
+    if msg.cmd != Cmd.VALUE and sizes[0] % RowIds.ITEM_BYTES:
+        raise WireError(f"{what}: row ids of {sizes[0]} bytes, not a whole number of "
+                        f"{RowIds.ITEM_BYTES}-byte ids")
+    rows = sizes[0] // RowIds.ITEM_BYTES if msg.cmd != Cmd.VALUE else None
+    slice_rows = msg.length // row if row else 0
+    if rows is not None and rows > slice_rows:
+        raise WireError(f"{what}: {rows} row ids for a slice of {slice_rows} rows")
+    values = sizes[-1] if msg.cmd != Cmd.PULL else None
+    unit = row * msg.dtype.itemsize
+    if msg.cmd == Cmd.PUSH and values != rows * unit:
+        raise WireError(f"{what}: values of {values} bytes, expected {rows * unit} for "
+                        f"{rows} rows of {row} {msg.dtype.name}")
+    if msg.cmd == Cmd.VALUE and (values % unit if unit else values):
+        raise WireError(f"{what}: values of {values} bytes, not whole rows of {row} "
+                        f"{msg.dtype.name}")
+
+
+def _check_row_slice(msg, what):
+    """The row length of a row_sparse key's message, whose slice must hold whole rows."""
+    if not msg.shape:
+        raise WireError(f"{what}: a row_sparse key has at least one dimension")
+    row = row_length(msg.shape)
+    if row and (msg.offset % row or msg.length % row):
+        raise WireError(f"{what}: slice {msg.offset}+{msg.length} does not fall on rows of "
+                        f"{row} values")
+    return row

@@ -15,14 +15,16 @@ from . import ops_math  # noqa: F401  (inverse trigonometric, angle and cube-roo
 from . import ops_optimizer_mp  # noqa: F401  (mp_*, multi_* optimizer updates, reset_arrays)
 from . import random  # noqa: F401
 from . import ops_loss  # noqa: F401  (make_loss)
+from . import ops_storage, ops_sparse  # noqa: F401  (cast_storage; sparse kernels)
 from .creation import (arange, array, empty, eye, full, linspace, ones, waitall,  # noqa: F401
                        zeros)
 from .ndarray import NDArray  # noqa: F401
 from .registry import OPS as _OPS, invoke as _invoke
 from .serialize import load, load_frombuffer, save, save_to_bytes  # noqa: F401
 from . import ops_legacy, ops_optimizer, contrib  # noqa: F401  (register ops; mx.nd.contrib)
+from . import ops_optimizer_sparse  # noqa: F401  (the update ops' sparse kernels)
 from . import image  # noqa: F401  (mx.nd.image)
-from . import sparse  # noqa: F401  (mx.nd.sparse: the names, refusing sparse storage)
+from . import sparse  # noqa: F401  (mx.nd.sparse: row_sparse and csr arrays)
 from .manipulation import concatenate, moveaxis, onehot_encode  # noqa: F401
 from .interop import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: F401
 from .random import normal, uniform  # noqa: F401  (MXNet's legacy nd.normal / nd.uniform)

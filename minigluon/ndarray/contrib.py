@@ -1,6 +1,7 @@
 """`mx.nd.contrib`: MXNet's contrib operators that minigluon has so far, the floating-point
-class tests isinf, isnan and isfinite. Each is registered as `_contrib_<name>` (so
-`mx.sym` and traced graphs see it) and exposed here under its short name."""
+class tests isinf, isnan and isfinite, and getnnz of a csr matrix (ops_sparse.py). Each is
+registered as `_contrib_<name>` (so `mx.sym` and traced graphs see it) and exposed here
+under its short name."""
 from .ndarray import NDArray
 from .registry import OPS, invoke, register
 
@@ -27,3 +28,12 @@ def _class_test(name, test):
 isinf = _class_test("isinf", "isinf")
 isnan = _class_test("isnan", "isnan")
 isfinite = _class_test("isfinite", "isfinite")
+
+
+def getnnz(data, axis=None, out=None):
+    """The number of stored values of a csr matrix: in all, per column (axis=0) or per row
+    (axis=1), as int64.
+
+    >>> mx.nd.contrib.getnnz(mx.nd.array([[0, 1], [2, 3]]).tostype("csr"), axis=1)
+    """
+    return invoke(OPS["_contrib_getnnz"], (data,), {"axis": axis}, out)

@@ -4,9 +4,10 @@ import numpy as np
 
 from ..base import DTypeError, ShapeError
 from ..context import current_context
+from . import registry, sparse, sparse_storage
 from .ndarray import NDArray
 
-DEFAULT_DTYPE = np.float32
+DEFAULT_DTYPE = sparse.DEFAULT_DTYPE
 
 
 def _ctx(ctx):
@@ -28,9 +29,16 @@ def array(source_array, ctx=None, dtype=None):
     """An NDArray from an NDArray, NumPy array or (nested) list.
 
     The dtype is the source's when it is an NDArray, float32 otherwise (MXNet's rule, also
-    for NumPy arrays of another dtype); pass `dtype` to choose.
+    for NumPy arrays of another dtype); pass `dtype` to choose. A sparse NDArray gives a
+    copy in its own storage type and a scipy.sparse matrix a CSRNDArray, as in MXNet.
     """
     ctx = _ctx(ctx)
+    if sparse.scipy_sparse_module(source_array) is not None:
+        return sparse.csr_matrix(source_array, ctx=ctx, dtype=dtype)
+    if isinstance(source_array, NDArray) and source_array.stype != "default":
+        out = source_array.as_in_context(ctx)
+        out = out.copy() if out is source_array else out
+        return out if dtype is None else out.astype(dtype, copy=False)
     if isinstance(source_array, NDArray):
         src = source_array.asnumpy()
         target = src.dtype if dtype is None else _dtype(dtype)
@@ -43,13 +51,20 @@ def array(source_array, ctx=None, dtype=None):
     return NDArray(data, ctx)
 
 
-def empty(shape, ctx=None, dtype=None):
+def empty(shape, ctx=None, dtype=None, stype=None):
     """An uninitialized array (zeros on minigluon, so results never depend on garbage)."""
-    return zeros(shape, ctx, dtype)
+    return zeros(shape, ctx, dtype, stype=stype)
 
 
-def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
-    """An array of zeros; with `out`, written into `out` and returned."""
+def zeros(shape, ctx=None, dtype=None, out=None, stype=None, **kwargs):
+    """An array of zeros; with `out`, written into `out` and returned. A sparse `stype`
+    ('row_sparse', 'csr') gives a sparse array with nothing stored."""
+    if stype not in (None, "default"):
+        ctx = _ctx(ctx)
+        sparse_storage.check_stype(stype, "zeros")
+        with ctx.scope():
+            raw = sparse_storage.zeros(ctx.xp, stype, _shape(shape), _dtype(dtype))
+        return _result(raw, ctx, out)
     return full(shape, 0, ctx, dtype, out=out)
 
 
@@ -61,11 +76,15 @@ def ones(shape, ctx=None, dtype=None, out=None, **kwargs):
 def _result(data, ctx, out):
     """`data` as a new NDArray, or copied into `out` (whose shape must match)."""
     if out is None:
-        return NDArray(data, ctx)
+        return registry.wrap(data, ctx)
     if tuple(out.shape) != tuple(data.shape):
         raise ShapeError(f"out has shape {out.shape}, the result has {tuple(data.shape)}; "
                          "pass an out array of the result's shape")
-    out[:] = NDArray(data, ctx)
+    result = registry.wrap(data, ctx)
+    if out.stype == "default" and result.stype == "default":
+        out[:] = result
+    else:
+        result.copyto(out)    # the out array keeps its storage type
     return out
 
 

@@ -10,14 +10,14 @@ import numpy as np
 from .. import autograd
 from ..base import AutogradError, MXNetError, ShapeError
 from ..context import Context, current_context
-from . import mxnet_format, operator_methods, registry
+from . import mxnet_format, operator_methods, registry, sparse_storage
 
 _NUMERIC = (int, float, bool, np.generic)
 py_slice = slice   # Python's slice, under the name MXNet code uses where nd.slice shadows it
 
-# MXNet's storage-type ids (graph attributes and file headers carry the number); minigluon
-# stores every array densely, so only 'default' is ever produced here. The underscored
-# names are MXNet's, which its tests import; minigluon's own modules use the public ones.
+# MXNet's storage-type ids (graph attributes and file headers carry the number). NDArray
+# is 'default' (dense) storage; the sparse classes of mx.nd.sparse are the others. The
+# underscored names are MXNet's, which its tests import; minigluon's modules use the public ones.
 STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
 STORAGE_TYPE_ID_TO_STR = {v: k for k, v in STORAGE_TYPE_STR_TO_ID.items()}
 _STORAGE_TYPE_STR_TO_ID, _STORAGE_TYPE_ID_TO_STR = STORAGE_TYPE_STR_TO_ID, STORAGE_TYPE_ID_TO_STR
@@ -77,6 +77,7 @@ class NDArray:
 
     @property
     def stype(self):
+        """The storage type: 'default' (dense); sparse arrays are 'row_sparse' or 'csr'."""
         return "default"
 
     @property
@@ -114,6 +115,10 @@ class NDArray:
             return self
         return _call("cast", self, dtype=dtype)
 
+    def tostype(self, stype):
+        """This array in storage type `stype` ('default', 'row_sparse' or 'csr')."""
+        return _call("cast_storage", self, stype=stype)
+
     def copy(self):
         """A copy on the same device."""
         return self.copyto(self._ctx)
@@ -129,6 +134,10 @@ class NDArray:
                 raise ShapeError(f"copyto: source shape {self.shape} does not match "
                                  f"destination shape {other.shape}")
             moved = _to_context(self, other._ctx)
+            if "default" != self.stype or "default" != other.stype:
+                # the destination keeps its storage type (MXNet converts into it)
+                return registry.invoke(registry.get("cast_storage"), (moved,),
+                                       {"stype": other.stype}, out=other)
             other._data[...] = moved._data
             other._node, other._out_index = moved._node, moved._out_index
             return other
@@ -180,10 +189,36 @@ class NDArray:
 
     # ---- autograd ---------------------------------------------------------------------
     def attach_grad(self, grad_req="write", stype=None):
-        """Make this array a variable: later `backward()` calls write its `.grad`."""
-        grad = type(self)(self._ctx.xp.zeros(self._data.shape, dtype=self._data.dtype),
-                          self._ctx)
+        """Make this array a variable: later `backward()` calls write its `.grad`, kept in
+        storage type `stype` (by default this array's own)."""
+        stype = self.stype if stype is None else stype
+        zeros = self._ctx.xp.zeros(self.shape, dtype=self.dtype)
+        dense_cls = type(self) if self.stype == "default" else NDArray
+        grad = dense_cls(zeros, self._ctx)
+        if stype != "default":
+            grad = grad.tostype(stype)
         autograd.mark_variables([self], [grad], grad_req)
+
+    # the tape's view of storage (autograd calls these; sparse classes override them):
+    # gradients travel as dense raw buffers and take a buffer's stype when stored
+    def _dense_raw(self):
+        """The data as a dense raw buffer."""
+        return self._data
+
+    def _write_dense(self, raw, add=False):
+        """Write (or with `add`, add) the dense raw buffer `raw` into this array; a sparse
+        container (a row_sparse gradient) is densified first."""
+        if hasattr(raw, "to_dense"):
+            with self._ctx.scope():
+                raw = raw.to_dense(self._ctx.xp)
+        if add:
+            self._data += raw
+        else:
+            self._data[...] = raw
+
+    def _wrap_dense(self, raw):
+        """The dense raw buffer `raw` as a dense array of this array's flavour."""
+        return type(self)(raw, self._ctx)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         """Backpropagate from this array (see `autograd.backward`)."""
@@ -263,7 +298,7 @@ class NDArray:
                 "gradient; build the result out of place (e.g. with nd.where or concat) instead")
         key = raw_index(key, self._ctx)
         if isinstance(value, NDArray):
-            value = value.as_in_context(self._ctx)._data
+            value = value.as_in_context(self._ctx)._dense_raw()
         elif not isinstance(value, _NUMERIC):
             value = self._ctx.xp.asarray(value)
         if getattr(value, "size", 0) == 1:
@@ -376,7 +411,9 @@ def _to_context(array, ctx):
 
 
 def _move(data, src, dst):
-    """A copy of the raw array `data` from device `src` to device `dst`."""
+    """A copy of the raw array (or sparse container) `data` from device `src` to `dst`."""
+    if sparse_storage.is_sparse(data):
+        return data.map(lambda part: _move(part, src, dst))
     if dst.xp is np:
         return data.copy() if isinstance(data, np.ndarray) else data.get()
     with dst.scope():

@@ -12,6 +12,7 @@ from .. import autograd
 from ..base import ShapeError
 from .random import generator
 from .registry import Backward, register
+from .sparse_storage import RowSparseStorage
 
 # BatchNorm of host arrays uses minigluon_ext's kernels (tests turn this off to compare)
 _HOST_KERNELS = True
@@ -31,24 +32,27 @@ def fully_connected(xp, data, weight, bias=None, num_hidden=None, no_bias=False,
                          f"needs weight of shape ({num_hidden or weight.shape[0]}, "
                          f"{x.shape[1]}), got {weight.shape}")
     use_bias = bias is not None and not no_bias
-    if use_bias and bias.shape != (weight.shape[0],):
-        raise ShapeError(f"FullyConnected: bias must have shape ({weight.shape[0]},), "
-                         f"got {bias.shape}")
+    # MXNet takes a bias of shape (num_hidden,) or (num_hidden, 1)
+    if use_bias and bias.shape not in ((weight.shape[0],), (weight.shape[0], 1)):
+        raise ShapeError(f"FullyConnected: bias must have shape ({weight.shape[0]},) or "
+                         f"({weight.shape[0]}, 1), got {bias.shape}")
     out = x @ weight.T
     if use_bias:
-        out += bias
+        out += bias.reshape(-1)
     out_shape = (data.shape[0], weight.shape[0]) if flatten else \
         data.shape[:-1] + (weight.shape[0],)
-    return out.reshape(out_shape), Backward(_fc_grads, xp, data, weight, flatten, use_bias)
+    bias_shape = bias.shape if use_bias else None
+    return out.reshape(out_shape), Backward(_fc_grads, xp, data, weight, flatten, bias_shape)
 
 
-def _fc_grads(xp, data, weight, flatten, use_bias, dy, need=(True, True, True)):
+def _fc_grads(xp, data, weight, flatten, bias_shape, dy, need=(True, True, True)):
     # written with xp.matmul and array methods so that create_graph can record it
     x = data.reshape(data.shape[0], -1) if flatten else data.reshape(-1, data.shape[-1])
     d2 = dy.reshape(x.shape[0], -1)
     dx = xp.matmul(d2, weight).reshape(data.shape) if need[0] else None
     dw = xp.matmul(d2.T, x) if need[1] else None
-    return dx, dw, (d2.sum(axis=0) if use_bias and need[2] else None)
+    use_bias = bias_shape is not None
+    return dx, dw, (d2.sum(axis=0).reshape(bias_shape) if use_bias and need[2] else None)
 
 
 @register("Dropout")
@@ -79,15 +83,27 @@ def embedding(xp, data, weight, input_dim=None, output_dim=None, dtype="float32"
     out = weight[idx]
 
     def backward(dy):
-        g = xp.zeros_like(weight)
         flat = dy.reshape(-1, weight.shape[1])
-        if hasattr(xp.add, "at"):
-            xp.add.at(g, idx.reshape(-1), flat)
-        else:
-            import cupyx
-            cupyx.scatter_add(g, idx.reshape(-1), flat)
+        if sparse_grad:
+            # only the rows looked up, each summed once: a row_sparse gradient whose cost
+            # follows the batch, not the vocabulary
+            rows, where = xp.unique(idx.reshape(-1), return_inverse=True)
+            values = xp.zeros((rows.shape[0], weight.shape[1]), dtype=weight.dtype)
+            _add_at(xp, values, where.reshape(-1), flat)
+            return None, RowSparseStorage(values, rows.astype(np.int64), weight.shape)
+        g = xp.zeros_like(weight)
+        _add_at(xp, g, idx.reshape(-1), flat)
         return None, g
     return out, backward
+
+
+def _add_at(xp, out, ids, values):
+    """out[ids] += values with repeated ids summed (NumPy's add.at, CuPy's scatter_add)."""
+    if hasattr(xp.add, "at"):
+        xp.add.at(out, ids, values)
+    else:
+        import cupyx
+        cupyx.scatter_add(out, ids, values)
 
 
 def _channel_view(vec, ndim, axis):

@@ -7,7 +7,7 @@ Most ops first form the effective gradient g = clip(rescale_grad * grad, clip_gr
 + wd * weight (clip_gradient < 0: no clipping); adam, rmsprop and rmspropalex add the
 weight decay before clipping, signsgd ignores rescale_grad and clip_gradient and decays the
 weight multiplicatively, as MXNet's kernels do."""
-from ..base import ShapeError
+from ..base import MXNetError, ShapeError
 from .registry import register
 
 
@@ -135,6 +135,23 @@ def ftrl_update(xp, weight, grad, z, n, lr, lamda1=0.01, beta=1.0, wd=0.0, resca
     n[...] = n + g * g
     w = (xp.sign(z) * lamda1 - z) / ((beta + xp.sqrt(n)) / lr + wd)
     return w * (xp.abs(z) > lamda1), None
+
+
+@register("_sparse_adagrad_update", inputs=("weight", "grad", "history"),
+          aliases=("adagrad_update",))
+def sparse_adagrad_update(xp, weight, grad, history, lr, epsilon=1e-7, wd=0.0, rescale_grad=1.0,
+                          clip_gradient=-1.0):
+    """AdaGrad (`mx.nd.sparse.adagrad_update`): history += g^2 (in place) with the rescaled,
+    clipped g; returns weight - lr * g / sqrt(history + epsilon). With a row_sparse grad only
+    its rows change (ops_optimizer_sparse.py). It takes no weight decay, as in MXNet."""
+    _check("adagrad_update", weight, grad, history)
+    if wd:
+        raise MXNetError(f"adagrad_update takes no weight decay (as MXNet's sparse "
+                         f"adagrad_update), got wd={wd!r}; help: pass wd=0, or use "
+                         "mx.optimizer.AdaGrad with a dense gradient for weight decay")
+    g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, 0.0)
+    history += g * g
+    return weight - lr * g / xp.sqrt(history + epsilon), None
 
 
 @register("ftml_update", inputs=("weight", "grad", "d", "v", "z"))

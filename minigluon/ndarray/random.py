@@ -79,7 +79,7 @@ def _draw(fn, params, shape, dtype, ctx, out):
     with ctx.scope():
         data = fn(generator(ctx.xp), raw, size, dtype)
     if out is not None:
-        out._data[...] = data
+        out._write_dense(data)     # a sparse out keeps its storage type
         return out
     return NDArray(data, ctx)
 

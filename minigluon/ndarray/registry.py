@@ -17,13 +17,19 @@ array module) can also run that formula on recorded arrays, through `TracingXp`,
 `autograd.grad(..., create_graph=True)` records the backward pass itself.
 """
 import functools
+import logging
 
-from .. import autograd, profiler
+from .. import autograd, config, profiler
 from ..base import ContextError, DTypeError, MXNetError, numeric_types
 from ..context import current_context
+from . import sparse_storage
 
 OPS = {}
 _Array = None   # the array class results are wrapped in (NDArray), set by set_array_class
+_sparse_classes = {}   # stype -> the class of sparse results, set by set_sparse_classes
+_LOG = logging.getLogger("minigluon.ndarray")
+_fallbacks_logged = set()   # operators whose storage fallback was logged (once each)
+_CONTAINERS = sparse_storage.CONTAINERS
 
 
 def set_array_class(cls):
@@ -32,21 +38,38 @@ def set_array_class(cls):
     _Array = cls
 
 
+def set_sparse_classes(classes):
+    """Make `classes` (stype -> class, from mx.nd.sparse) wrap sparse results."""
+    _sparse_classes.update(classes)
+
+
+def wrap(raw, ctx, cls=None):
+    """A raw result as an array on `ctx`: a sparse container as its stype's class, a dense
+    buffer as `cls` (NDArray by default)."""
+    if isinstance(raw, _CONTAINERS):
+        return _sparse_classes[raw.stype](raw, ctx)
+    # asarray: NumPy ufuncs turn 0-d arrays into scalars, which have no buffer to wrap
+    return (cls or _Array)(ctx.xp.asarray(raw), ctx)
+
+
 class OpDef:
     """How to call one op: its function, the names of its array inputs, and aliases.
 
     `takes_need`: the op's backward accepts `need=(bool per input)` and skips the
     gradients nobody asked for (e.g. the data gradient of a network's first layer).
     `lenient`: keyword attributes are dropped, not passed on (see `register`).
+    `sparse`: the op's sparse kernel (see `register_sparse`), or None.
     """
 
-    __slots__ = ("name", "fn", "inputs", "variadic", "cross_device", "takes_need", "lenient")
+    __slots__ = ("name", "fn", "inputs", "variadic", "cross_device", "takes_need", "lenient",
+                 "sparse")
 
     def __init__(self, name, fn, inputs, variadic=False, cross_device=False, takes_need=False,
                  lenient=False):
         self.name, self.fn, self.inputs = name, fn, tuple(inputs)
         self.variadic, self.cross_device = variadic, cross_device
         self.takes_need, self.lenient = takes_need, lenient
+        self.sparse = None
 
 
 def register(name, inputs=("data",), aliases=(), variadic=False, takes_need=False,
@@ -68,6 +91,26 @@ def register(name, inputs=("data",), aliases=(), variadic=False, takes_need=Fals
             OPS[key] = definition
         return fn
     return wrap
+
+
+def register_sparse(name):
+    """Decorator: give the registered op `name` a sparse kernel.
+
+    The kernel is called like the op, `kernel(xp, *raw_inputs, **attrs)`, whenever an input
+    is sparse (a `sparse_storage` container); it returns `(output, backward)` as the op does,
+    an output may be a container, and backward gets and returns dense raw gradients. It
+    returns NotImplemented for storage types it does not keep sparse, and the op then runs
+    on dense copies of its inputs (the storage fallback of `invoke`).
+    """
+    def wrap_kernel(kernel):
+        op = get(name)
+        if op.sparse is not None:
+            raise MXNetError(f"operator {name!r} has two sparse kernels")
+        for definition in OPS.values():      # the lenient broadcast_* twins run it too
+            if definition.name == name:
+                definition.sparse = kernel
+        return kernel
+    return wrap_kernel
 
 
 def get(name):
@@ -133,18 +176,17 @@ def invoke(op, args, kwargs, out=None):
     with ctx.scope():
         try:
             if profiler._running:
-                result, backward = profiler.timed(op.name, "operator", op.fn, ctx.xp, *raw,
-                                                  *extra, **attrs)
+                result, backward = profiler.timed(op.name, "operator", compute, op, ctx.xp,
+                                                  raw, extra, attrs)
             else:
-                result, backward = op.fn(ctx.xp, *raw, *extra, **attrs)
+                result, backward = compute(op, ctx.xp, raw, extra, attrs)
         except MXNetError:
             raise
         except TypeError as err:
             raise MXNetError(f"{op.name}: bad arguments ({err})") from None
     multi = isinstance(result, tuple)
     cls = _result_class(inputs, base=_Array)
-    # asarray: NumPy ufuncs turn 0-d arrays into scalars, which have no buffer to wrap
-    outputs = [cls(ctx.xp.asarray(r), ctx) for r in (result if multi else (result,))]
+    outputs = [wrap(r, ctx, cls) for r in (result if multi else (result,))]
     if backward is not None and autograd.is_recording():
         _record(op, inputs, outputs, backward, extra, attrs, result)
     if out is not None:
@@ -152,10 +194,41 @@ def invoke(op, args, kwargs, out=None):
     return outputs if multi else outputs[0]
 
 
+def compute(op, xp, raw, extra, attrs):
+    """Run the op on raw inputs: its sparse kernel when an input is sparse and the kernel
+    takes these storage types, else the op itself, on dense copies of sparse inputs."""
+    for r in raw:     # a plain loop: this runs on every call of every operator
+        if isinstance(r, _CONTAINERS):
+            return _compute_sparse(op, xp, raw, extra, attrs)
+    return op.fn(xp, *raw, *extra, **attrs)
+
+
+def _compute_sparse(op, xp, raw, extra, attrs):
+    if op.sparse is not None:
+        got = op.sparse(xp, *raw, *extra, **attrs)
+        if got is not NotImplemented:
+            return got
+    return op.fn(xp, *_fall_back(op, xp, raw), *extra, **attrs)
+
+
+def _fall_back(op, xp, raw):
+    """Dense copies of the sparse inputs of an op without a kernel for them (MXNet's storage
+    fallback); the results are dense. Logged once per operator unless
+    MXNET_STORAGE_FALLBACK_LOG_VERBOSE is 0."""
+    if op.name not in _fallbacks_logged and config.storage_fallback_log_verbose():
+        _fallbacks_logged.add(op.name)
+        stypes = [sparse_storage.stype_of(r) for r in raw if hasattr(r, "shape")]
+        _LOG.warning("storage fallback: operator %s has no sparse kernel for input storage "
+                     "types %s; it runs on dense copies and returns dense results (set "
+                     "MXNET_STORAGE_FALLBACK_LOG_VERBOSE=0 to silence this)", op.name, stypes)
+    return [sparse_storage.densify(xp, r) for r in raw]
+
+
 def _result_class(inputs, base):
-    """Results take the class of the first array input: mx.np.ndarray in, mx.np.ndarray out."""
+    """Dense results take the class of the first dense array input: mx.np.ndarray in,
+    mx.np.ndarray out (sparse results take their stype's class, see `wrap`)."""
     for x in inputs:
-        if isinstance(x, base):
+        if isinstance(x, base) and not sparse_storage.is_sparse(x._data):
             return type(x)
     return base
 
@@ -248,9 +321,25 @@ def _write_out(op, outputs, out):
     for dst, src in zip(outs, outputs):
         if dst.shape != src.shape:
             raise MXNetError(f"{op.name}: out has shape {dst.shape}, result has {src.shape}")
-        dst._data[...] = src._data
+        if sparse_storage.is_sparse(dst._data) or sparse_storage.is_sparse(src._data):
+            # a sparse `out` takes the result in its own storage type (as MXNet converts it)
+            dst._data = _into_stype(dst, src._data)
+        else:
+            dst._data[...] = src._data
         dst._node, dst._out_index = src._node, src._out_index
     return out
+
+
+def _into_stype(dst, raw):
+    """`raw` converted to `dst`'s storage type and dtype, on `dst`'s device."""
+    xp = dst._ctx.xp
+    got = sparse_storage.convert(xp, raw, dst.stype)
+    if got.dtype != dst._data.dtype:
+        got = got.astype(dst._data.dtype)
+    if not sparse_storage.is_sparse(got):
+        dst._data[...] = got
+        return dst._data
+    return got
 
 
 def is_scalar(x):

@@ -1,6 +1,8 @@
 """`mx.nd.save` / `mx.nd.load`: lists and dicts of arrays in a small binary format.
 
-The format (docs/ndarray-format.md) is little-endian and pickle-free:
+A file holding a sparse array is written in MXNet's own format instead (mxnet_format.py),
+which carries storage types; `load` reads both. minigluon's format (docs/ndarray-format.md)
+is little-endian and pickle-free:
 
     magic  b"MGNDARR\\0"          8 bytes
     version                      uint32 (2; 1 has no flags field)
@@ -23,6 +25,7 @@ from ..base import MXNetError
 from ..context import cpu
 from . import mxnet_format, shape_semantics
 from .mxnet_format import FormatError  # noqa: F401  (raised here too; mx.nd's error for files)
+from . import registry, sparse_storage
 from .ndarray import NDArray
 
 MAGIC = b"MGNDARR\0"
@@ -52,8 +55,11 @@ def _entries(data):
 
 
 def save_to_bytes(data):
-    """Serialize an NDArray, a list of them, or a dict of str to them, to bytes."""
+    """Serialize an NDArray, a list of them, or a dict of str to them, to bytes (in MXNet's
+    format when one of them is sparse)."""
     kind, entries = _entries(data)
+    if any(arr.stype != "default" for _, arr in entries):
+        return _to_mxnet(kind, entries)
     out = io.BytesIO()
     flags = NP_SHAPE_FLAG if shape_semantics.np_shape_on() else 0
     out.write(MAGIC + struct.pack("<IIIQ", VERSION, kind, flags, len(entries)))
@@ -68,6 +74,21 @@ def save_to_bytes(data):
         out.write(struct.pack("<Q", raw.nbytes))
         out.write(raw.tobytes())
     return out.getvalue()
+
+
+def _to_mxnet(kind, entries):
+    """The entries in MXNet's format, every array on the host."""
+    arrays = [_on_host(arr) for _, arr in entries]
+    names = [name for name, _ in entries] if kind == 1 else []
+    return mxnet_format.write_file(arrays, names)
+
+
+def _on_host(arr):
+    """The array's NumPy data, or its sparse container with NumPy components."""
+    raw = arr._data
+    if sparse_storage.is_sparse(raw):
+        return raw.map(lambda part: NDArray(part, arr.context).asnumpy())
+    return arr.asnumpy()
 
 
 def save(fname, data):
@@ -116,10 +137,11 @@ def load_frombuffer(buf, source="buffer"):
 
 
 def _from_mxnet(arrays):
-    """The NumPy arrays of an MXNet file as NDArrays on cpu, in a list or a dict."""
+    """The arrays of an MXNet file (NumPy arrays and sparse containers) as NDArrays on cpu,
+    in a list or a dict."""
     if isinstance(arrays, dict):
-        return {name: NDArray(a, cpu()) for name, a in arrays.items()}
-    return [NDArray(a, cpu()) for a in arrays]
+        return {name: registry.wrap(a, cpu()) for name, a in arrays.items()}
+    return [registry.wrap(a, cpu()) for a in arrays]
 
 
 def _read_entry(r):

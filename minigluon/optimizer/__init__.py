@@ -7,7 +7,11 @@
 The formulas of the rules that MXNet runs as fused operators live once, in
 `minigluon/ndarray/ops_optimizer.py` (`mx.nd.sgd_update`, ...), and the rules call them.
 
-Out of scope: sparse (row_sparse) gradients and MXNet's LBSGD.
+Sparse weights, gradients and states are updated as in MXNet: lazily (only the rows a
+row_sparse gradient stores) by SGD and Adam with lazy_update, Ftrl and AdaGrad, every row
+otherwise (see optimizer.py).
+
+Out of scope: MXNet's LBSGD.
 """
 from .optimizer import Optimizer, OptimizerError, SchedulerConflict, create, register  # noqa: F401
 from .sgd import SGD  # noqa: F401

@@ -1,7 +1,7 @@
 """Adam (MXNet's `adam_update`, with bias correction folded into the learning rate)."""
 import math
 
-from .optimizer import Optimizer, check_range, register
+from .optimizer import Optimizer, check_range, register, lazy_storage
 
 __all__ = ["Adam"]
 
@@ -27,7 +27,10 @@ class Adam(Optimizer):
     epsilon : float
         Added to the denominator for stability.
     lazy_update : bool
-        Accepted for MXNet compatibility; gradients here are dense.
+        With a row_sparse gradient, update only the rows it stores (mean, variance and
+        weight) when the states are in the weight's storage type; False updates every row,
+        as a dense gradient would. The states are created in the weight's storage type when
+        True, dense when False (as in MXNet).
 
     >>> opt = mx.optimizer.Adam(learning_rate=1e-3, beta1=0.9, beta2=0.999)
     """
@@ -44,7 +47,12 @@ class Adam(Optimizer):
         self.lazy_update = lazy_update
 
     def create_state(self, index, weight):
-        return (self._zeros_like(weight), self._zeros_like(weight))    # mean, variance
+        stype = weight.stype if self.lazy_update else "default"
+        return (self._zeros_like(weight, stype=stype),     # mean
+                self._zeros_like(weight, stype=stype))     # variance
+
+    def _lazy_rows(self, weight, state):
+        return self.lazy_update and lazy_storage(weight, state)
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
         t = self._index_update_count[index]

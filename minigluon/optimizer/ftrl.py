@@ -1,4 +1,5 @@
 """FTRL-Proximal (MXNet's `Ftrl`), the online-learning rule with L1 sparsity."""
+from ..ndarray.sparse_storage import stype_of
 from .optimizer import Optimizer, check_range, register
 
 __all__ = ["Ftrl"]
@@ -22,6 +23,9 @@ class Ftrl(Optimizer):
     learning_rate : float
         Default 0.1.
     beta : float
+
+    When the weight, its states and the gradient are all row_sparse, only the rows the
+    gradient stores are updated (MXNet's sparse ftrl_update); otherwise every row.
     """
 
     default_learning_rate = 0.1
@@ -33,7 +37,11 @@ class Ftrl(Optimizer):
         self.lamda1, self.beta = lamda1, beta
 
     def create_state(self, index, weight):
-        return (self._zeros_like(weight), self._zeros_like(weight))    # z, n
+        return (self._zeros_like(weight, stype=weight.stype),     # z
+                self._zeros_like(weight, stype=weight.stype))     # n
+
+    def _lazy_rows(self, weight, state):
+        return all(stype_of(a) == "row_sparse" for a in (weight,) + tuple(state))
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
         z, n = state

@@ -46,7 +46,8 @@ class LAMB(Optimizer):
         self.bias_correction = bias_correction
 
     def create_state(self, index, weight):
-        return (self._zeros_like(weight), self._zeros_like(weight))    # mean, variance
+        return (self._zeros_like(weight, stype=weight.stype),     # mean
+                self._zeros_like(weight, stype=weight.stype))     # variance
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
         t = self._index_update_count[index]

@@ -9,6 +9,12 @@ recorded by autograd and the weight keeps its identity (and every alias of it).
 `update(index, weight, grad, state)` also accepts lists of indices, weights, gradients and
 states. Custom optimizers written the MXNet way, overriding `update` with NDArray
 arithmetic, keep working.
+
+Sparse weights, gradients and states run the same `_step` through
+`ndarray/sparse_update.py`: the standard update (every row, the dense result) by default,
+or the lazy update (only the rows a row_sparse gradient stores) for the rules whose
+`_lazy_rows` says so (SGD and Adam with lazy_update, Ftrl, AdaGrad), as in MXNet; see
+docs/sparse-optimizers.md.
 """
 import copy
 import warnings
@@ -18,8 +24,12 @@ import numpy as np
 from .. import autograd
 from ..base import ContextError, DTypeError, MXNetError, ShapeError, unknown_name
 from ..ndarray import NDArray
+from ..ndarray import sparse as nd_sparse
+from ..ndarray.sparse_storage import is_sparse, stype_of
+from ..ndarray.sparse_update import assign, update_rows
 
-__all__ = ["Optimizer", "OptimizerError", "SchedulerConflict", "register", "create"]
+__all__ = ["Optimizer", "OptimizerError", "SchedulerConflict", "register", "create",
+           "lazy_storage"]
 
 
 class OptimizerError(MXNetError, ValueError):
@@ -251,7 +261,9 @@ class Optimizer:
         `(inner_state, master_weight)` for the rules with `master_last` (SGD, NAG, LARS)."""
         if weight.dtype == np.float16 and self.multi_precision:
             with weight.context.scope():
-                master = NDArray(weight._data.astype(np.float32), weight.context)
+                raw = weight._data.astype(np.float32)
+                master = type(weight)(raw, weight.context) if is_sparse(raw) else \
+                    NDArray(raw, weight.context)
             inner = self.create_state(index, master)
             return (inner, master) if self.master_last else (master, inner)
         if weight.dtype == np.float16:
@@ -261,9 +273,12 @@ class Optimizer:
         return self.create_state(index, weight)
 
     @staticmethod
-    def _zeros_like(weight, dtype=None):
-        """A zero state array on the weight's device (a helper for create_state)."""
+    def _zeros_like(weight, dtype=None, stype="default"):
+        """A zero state array on the weight's device (a helper for create_state), dense or
+        in storage type `stype` (MXNet keeps some states in the weight's stype)."""
         ctx = weight.context
+        if stype != "default":
+            return nd_sparse.zeros(stype, weight.shape, ctx, dtype or weight.dtype)
         with ctx.scope():
             return NDArray(ctx.xp.zeros(weight.shape, dtype=dtype or weight.dtype), ctx)
 
@@ -295,7 +310,7 @@ class Optimizer:
                 if multi_precision and w.dtype == np.float16:
                     self._step_master(idx, w, g, s, lr, wd)
                 else:
-                    self._step(w.context.xp, idx, w._data, g._data, _raw(s), float(lr), float(wd))
+                    self._run(w.context.xp, idx, w._data, g._data, _raw(s), lr, wd)
 
     def _split_master(self, state):
         """`(master, inner)` from a multi-precision state, whichever order the rule keeps."""
@@ -304,9 +319,35 @@ class Optimizer:
     def _step_master(self, index, weight, grad, state, lr, wd):
         master, inner = self._split_master(state)
         grad32 = grad._data.astype(np.float32)
-        self._step(weight.context.xp, index, master._data, grad32, _raw(inner), float(lr),
-                   float(wd))
-        weight._data[...] = master._data.astype(weight._data.dtype)
+        xp = weight.context.xp
+        self._run(xp, index, master._data, grad32, _raw(inner), lr, wd)
+        if is_sparse(weight._data):
+            assign(xp, weight._data, master._data.to_dense(xp) if is_sparse(master._data)
+                   else master._data)
+        else:
+            weight._data[...] = master._data.astype(weight._data.dtype)
+
+    def _run(self, xp, index, weight, grad, state, lr, wd):
+        """One step on raw arrays: `_step` itself when all are dense (every dense step comes
+        here: keep it short), else `_sparse_step`."""
+        if _plain(xp.ndarray, weight, grad, state):
+            self._step(xp, index, weight, grad, state, float(lr), float(wd))
+        else:
+            self._sparse_step(xp, index, weight, grad, state, lr, wd)
+
+    def _sparse_step(self, xp, index, weight, grad, state, lr, wd):
+        """`_step` on raw arrays of which some may be sparse containers: the lazy or the
+        standard update of ndarray/sparse_update.py (see `_lazy_rows`)."""
+        lr, wd = float(lr), float(wd)
+        lazy = stype_of(grad) == "row_sparse" and self._lazy_rows(weight, state)
+        update_rows(xp, lambda w, g, s: self._step(xp, index, w, g, s, lr, wd),
+                    weight, grad, state, lazy)
+
+    def _lazy_rows(self, weight, state):
+        """Whether a row_sparse gradient updates only its own rows of `weight` and `state`
+        (raw arrays or sparse containers). No by default: the rule runs on every row, which
+        gives the dense result, as MXNet's storage fallback does."""
+        return False
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
         """One update on raw arrays, in place: `weight` and the arrays in `state` change."""
@@ -393,12 +434,41 @@ def _sym_info(sym):
     return (sym.attr_dict(), sym.list_arguments())
 
 
+def lazy_storage(weight, state):
+    """MXNet's storage condition for a lazy update: the raw `weight` is dense or row_sparse
+    and every array in `state` (raw, or a nested tuple; None agrees) has its storage type."""
+    return stype_of(weight) in ("default", "row_sparse") and _same_stype(weight, state)
+
+
+def _same_stype(weight, state):
+    if isinstance(state, (tuple, list)):
+        return all(_same_stype(weight, s) for s in state)
+    return state is None or stype_of(state) == stype_of(weight)
+
+
+def _plain(array_type, weight, grad, state):
+    """True when weight, grad and each state are raw arrays of exactly `array_type` (or
+    None): the dense path. Anything else (a sparse container, nested states) takes
+    `_sparse_step`, which is right for dense arrays too, only slower. Exact type tests, as
+    this runs on every dense step (isinstance against the container classes costs more)."""
+    if type(weight) is not array_type or type(grad) is not array_type:
+        return False
+    if state is None or type(state) is array_type:
+        return True
+    if type(state) is not tuple:
+        return False
+    for s in state:
+        if s is not None and type(s) is not array_type:
+            return False
+    return True
+
+
 def _raw(state):
     """The raw arrays inside a state: None, an NDArray, or a (nested) tuple/list of them."""
     if isinstance(state, NDArray):
         return state._data
     if isinstance(state, (tuple, list)):
-        return tuple(_raw(s) for s in state)
+        return tuple([_raw(s) for s in state])     # a list is built faster than a generator
     return state
 
 

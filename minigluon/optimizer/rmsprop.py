@@ -56,7 +56,7 @@ class RMSProp(Optimizer):
 
     def create_state(self, index, weight):
         count = 3 if self.centered else 1      # n, then m and delta when centered
-        return tuple(self._zeros_like(weight) for _ in range(count))
+        return tuple(self._zeros_like(weight, stype=weight.stype) for _ in range(count))
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
         g = self._rescaled_decayed(xp, grad, weight, wd)

@@ -3,7 +3,7 @@ import numpy as np
 
 import minigluon_ext as ext
 
-from .optimizer import Optimizer, check_range, register
+from .optimizer import Optimizer, check_range, register, lazy_storage
 
 __all__ = ["SGD"]
 
@@ -26,7 +26,10 @@ class SGD(Optimizer):
     momentum : float
         The momentum, in [0, 1); 0 keeps no state.
     lazy_update : bool
-        Accepted for MXNet compatibility; gradients here are dense, so every row updates.
+        With a row_sparse gradient, update only the rows it stores (their momentum and
+        weight decay included) when the momentum is in the weight's storage type; False
+        updates every row, as a dense gradient would. The momentum is created in the
+        weight's storage type when True, dense when False (as in MXNet).
 
     >>> opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=1e-4)
     """
@@ -40,7 +43,12 @@ class SGD(Optimizer):
         self.lazy_update = lazy_update
 
     def create_state(self, index, weight):
-        return self._zeros_like(weight) if self.momentum != 0.0 else None
+        if self.momentum == 0.0:
+            return None
+        return self._zeros_like(weight, stype=weight.stype if self.lazy_update else "default")
+
+    def _lazy_rows(self, weight, state):
+        return self.lazy_update and not self.layerwise and lazy_storage(weight, state)
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
         if _one_pass(xp, weight, grad, state):

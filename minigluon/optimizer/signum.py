@@ -37,7 +37,9 @@ class Signum(Optimizer):
         self.wd_lh = wd_lh
 
     def create_state(self, index, weight):
-        return self._zeros_like(weight) if self.momentum != 0.0 else None
+        if self.momentum == 0.0:
+            return None
+        return self._zeros_like(weight, stype=weight.stype)
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
         args = dict(wd=wd, rescale_grad=float(self.rescale_grad),

@@ -3,7 +3,8 @@
 `updater(index, grad, weight)` creates the state on first use and applies the optimizer.
 `get_states()` returns bytes holding every state (multi-precision master copies included)
 and the optimizer's update counts, so `set_states()` resumes training bit for bit. States
-are saved as host NumPy arrays and return to each weight's device on its next update.
+are saved as host NumPy arrays (a sparse state as its stype, shape and components, so it
+comes back sparse) and return to each weight's device on its next update.
 
 The bytes are a pickle: load only checkpoints you trust.
 """
@@ -14,6 +15,7 @@ import numpy as np
 from ..base import MXNetError
 from ..context import cpu
 from ..ndarray import NDArray
+from ..ndarray import sparse as nd_sparse
 
 __all__ = ["Updater", "get_updater", "STATE_CLASSES"]
 
@@ -21,7 +23,9 @@ _FORMAT = "minigluon.optimizer.Updater/1"
 
 
 class _HostArray:
-    """A state array saved on the host; it becomes an NDArray again when loaded."""
+    """A state array saved on the host; it becomes an NDArray again when loaded. `data` is
+    a NumPy array, or for a sparse state `(stype, shape, components)` with the components
+    in the order of its constructor: (data, indices) or (data, indices, indptr)."""
 
     __slots__ = ("data",)
 
@@ -118,6 +122,9 @@ def get_updater(optimizer):
 
 
 def _to_host(state):
+    if isinstance(state, nd_sparse.BaseSparseNDArray):
+        parts = (state.data, state.indices) + ((state.indptr,) if state.stype == "csr" else ())
+        return _HostArray((state.stype, state.shape, tuple(p.asnumpy() for p in parts)))
     if isinstance(state, NDArray):
         return _HostArray(state.asnumpy())
     if isinstance(state, (tuple, list)):
@@ -126,6 +133,10 @@ def _to_host(state):
 
 
 def _from_host(state):
+    if isinstance(state, _HostArray) and isinstance(state.data, tuple):
+        stype, shape, parts = state.data
+        make = nd_sparse.row_sparse_array if stype == "row_sparse" else nd_sparse.csr_matrix
+        return make(tuple(np.array(p, copy=True) for p in parts), shape=shape, ctx=cpu())
     if isinstance(state, _HostArray):
         return NDArray(np.array(state.data, copy=True), cpu())
     if isinstance(state, (tuple, list)):

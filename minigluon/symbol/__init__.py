@@ -8,6 +8,7 @@ import sys as _sys
 from ..ndarray import ops_creation as _ops_creation  # noqa: F401  (registers _zeros, ...)
 from ..ndarray.registry import OPS as _OPS
 from . import image  # noqa: F401  (mx.sym.image)
+from . import sparse  # noqa: F401  (mx.sym.sparse)
 from .symbol import Group, Symbol, Variable, apply_op as _apply_op, load, load_json, var  # noqa: F401
 from .. import autograd as _autograd
 from .tape import symbol_of as _symbol_of

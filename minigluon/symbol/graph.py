@@ -8,7 +8,9 @@ reorders steps where that gives the same values with less work.
 """
 from .. import autograd, profiler
 from ..base import MXNetError
+from ..ndarray import registry
 from ..ndarray.ndarray import NDArray
+from ..ndarray.sparse_storage import is_sparse
 from . import rewrite
 
 
@@ -46,14 +48,20 @@ class CachedGraph:
     def _forward(self, xp, raw_inputs):
         values = list(raw_inputs) + [None] * (self.num_slots - self.num_inputs)
         closures = []
+        # sparse inputs: every step picks the op's sparse kernel or the storage fallback,
+        # as the imperative path does; dense graphs call the ops directly
+        sparse = any(is_sparse(r) for r in raw_inputs)
         for op, refs, attrs, first, count in self.steps:
             args = [values[v] if kind == "slot" else v for kind, v in refs]
             if profiler._running:
-                out, backward = profiler.timed(op.name, "symbolic", op.fn, xp, *args, **attrs)
+                out, backward = profiler.timed(op.name, "symbolic", registry.compute, op, xp,
+                                               args, (), attrs)
+            elif sparse:
+                out, backward = registry.compute(op, xp, args, (), attrs)
             else:
                 out, backward = op.fn(xp, *args, **attrs)
-            if count == 1:
-                values[first] = xp.asarray(out)     # ufuncs give scalars for 0-d arrays
+            if count == 1:   # ufuncs give scalars for 0-d arrays
+                values[first] = out if is_sparse(out) else xp.asarray(out)
             else:
                 values[first:first + count] = list(out)
             closures.append(backward)
@@ -65,8 +73,10 @@ class CachedGraph:
         raw = [x._data if isinstance(x, NDArray) else x for x in inputs]
         with ctx.scope():
             values, closures = self._forward(ctx.xp, raw)
-        cls = next(type(x) for x in inputs if isinstance(x, NDArray))   # mx.np's or legacy
-        outputs = [cls(values[s], ctx) for s in self.output_slots]
+        # dense outputs take the class of the dense inputs (mx.np's or legacy)
+        cls = next((type(x) for x in inputs if isinstance(x, NDArray) and
+                    x.stype == "default"), NDArray)
+        outputs = [registry.wrap(values[s], ctx, cls) for s in self.output_slots]
         if autograd.is_recording() and any(
                 isinstance(x, NDArray) and autograd.needs_grad(x) for x in inputs):
             self._record(ctx, inputs, values, closures, outputs)
@@ -103,7 +113,8 @@ class CachedGraph:
             grads[first:first + count] = [None] * count     # free them as we go
             if closure is None or not need[first] or all(g is None for g in outs):
                 continue
-            outs = [g if g is not None else xp.zeros_like(values[first + k])
+            outs = [autograd.dense_grad(g, xp) if g is not None else
+                    xp.zeros(values[first + k].shape, values[first + k].dtype)
                     for k, g in enumerate(outs)]
             kwargs = {"need": tuple(kind == "slot" and need[ref] for kind, ref in refs)} \
                 if op.takes_need else {}
@@ -116,7 +127,8 @@ class CachedGraph:
                 if kind != "slot" or g is None or not need[ref]:
                     continue
                 g = _fit_raw(g, values[ref])
-                grads[ref] = g if grads[ref] is None else grads[ref] + g
+                # an Embedding's row_sparse weight gradient stays sparse (autograd.sum_grads)
+                grads[ref] = g if grads[ref] is None else autograd.sum_grads(grads[ref], g, xp)
         return [grads[i] for i in range(self.num_inputs)]
 
 

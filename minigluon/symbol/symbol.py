@@ -17,6 +17,8 @@ import numpy as np
 from ..base import MXNetError
 from ..name import NameManager
 from ..ndarray import operator_methods, registry
+from ..ndarray.ndarray import STORAGE_TYPE_STR_TO_ID
+from ..ndarray.sparse_storage import check_stype
 from . import implicit
 
 _node_seq = itertools.count()
@@ -131,6 +133,16 @@ class Symbol:
 
     def list_auxiliary_states(self):
         return []
+
+    def attr(self, key):
+        """The attribute `key` of this symbol's node as a str (None when it has none), e.g.
+        a variable's `__lr_mult__` or `__storage_type__`."""
+        if len(self._outputs) != 1:
+            raise MXNetError(f"attr: this symbol groups {len(self._outputs)} outputs; ask "
+                             "one of them (symbol[i].attr(key))")
+        node = self._outputs[0][0]
+        value = (node.var_attrs if node.is_var else node.attrs).get(key)
+        return None if value is None else str(value)
 
     def attr_dict(self):
         """{variable name: {attribute: str value}}: `__lr_mult__`, `__wd_mult__`, `__init__`
@@ -272,14 +284,18 @@ def load(fname):
         return load_json(f.read())
 
 
-def var(name, shape=None, dtype=None, init=None, lr_mult=None, wd_mult=None, **kwargs):
-    """A named placeholder for an input or a parameter."""
+def var(name, shape=None, dtype=None, init=None, lr_mult=None, wd_mult=None, stype=None,
+        **kwargs):
+    """A named placeholder for an input or a parameter; `stype` ('row_sparse', 'csr')
+    marks a sparse one (attribute `__storage_type__`, MXNet's id of the storage type)."""
     if not isinstance(name, str):
         raise MXNetError(f"Variable name must be a str, got {name!r}")
     attrs = {"shape": tuple(shape) if shape is not None else None,
              "dtype": np.dtype(dtype).name if dtype is not None else None}
     attrs.update({f"__{k}__": float(v) for k, v in (("lr_mult", lr_mult), ("wd_mult", wd_mult))
                   if v is not None})
+    if stype is not None:
+        attrs["__storage_type__"] = STORAGE_TYPE_STR_TO_ID[check_stype(stype, f"var {name!r}")]
     if init is not None:
         attrs["__init__"] = init if isinstance(init, str) else init.dumps()
     return Symbol([(_Node(None, [], {}, name, attrs), 0)])

@@ -8,7 +8,14 @@ The junk covers: random bytes, truncated headers, wrong frame counts, unknown co
 header fields claiming huge or negative sizes, wrong dtype/length/offset/shape for the
 job's real keys, unknown keys, bit flips of valid messages, and requests that are valid in
 every byte but come from strangers (a push with the exact layout of a real key, init,
-set_optimizer, shared-memory names, registrations, barriers, finalize, heartbeats).
+set_optimizer, shared-memory names, registrations, barriers, finalize, heartbeats). The job
+also trains a row_sparse key (a second store, pushed and pulled by rows), and the junk has
+row messages for it: row ids that are unsorted, negative, out of range or of a ragged byte
+count, values that do not match the ids, slices off the row boundaries, and the ROW_SPARSE
+flag with shared memory, 2-bit codes or on a dense key.
+
+A one-process test feeds seeded mutations of valid row messages to the decoders: a message
+decodes and its rows read back, or WireError / BodyError / the server's refusal, nothing else.
 
 The workers wait, before each step, until the fuzzer has fired that step's share, so the
 junk is spread over the training; the clean run skips the waits.
@@ -24,7 +31,9 @@ import numpy as np
 import psutil
 import zmq
 
-from minigluon.kvstore.wire import _FIXED, MAGIC, VERSION, Cmd, Flag, Message
+from minigluon.kvstore.messages import BodyError, RowIds
+from minigluon.kvstore.server_rows import RowsRefused, read_rows
+from minigluon.kvstore.wire import _FIXED, MAGIC, VERSION, Cmd, Flag, Message, WireError
 from test_dist_cluster import run_job
 
 SEED, STEPS, PER_TARGET = 8, 8, 2100
@@ -39,6 +48,9 @@ net.initialize(mx.init.Xavier())
 trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1, 'momentum': 0.9},
                         kvstore=kv)
 loss_fn = gluon.loss.L2Loss()
+skv = mx.kv.create('dist_sync')        # store 1: a row_sparse key, split by rows
+skv.init('rows', nd.zeros((12, 4)).tostype('row_sparse'))
+pulled = []
 
 def gate(name):
     end = time.monotonic() + 60
@@ -55,17 +67,29 @@ for t in range(STEPS):
         loss = loss_fn(net(x), y)
     loss.backward()
     trainer.step(8)
+    ids = np.unique(rng.randint(0, 12, size=3))
+    values = rng.randint(-4, 5, (ids.size, 4)).astype(np.float32)
+    skv.push('rows', nd.sparse.row_sparse_array((values, ids), shape=(12, 4)))
+    out = nd.sparse.zeros('row_sparse', (12, 4))
+    asked = np.random.RandomState(t).randint(0, 12, size=5)     # alike on every worker
+    skv.row_sparse_pull('rows', out=out, row_ids=nd.array(asked))
+    pulled.append(out.asnumpy())
     if t == 0 and r == 0:
         keys = [[k, list(i.shape), np.dtype(i.dtype).name, [list(p) for p in i.parts]]
                 for k, i in kv._keys.items()]
+        info = skv._keys['rows']
         layout = {'scheduler': kv._po.van.address_of('scheduler'), 'servers': kv._po.servers,
-                  'keys': keys}
+                  'keys': keys, 'rows': {'key': 'rows', 'store': skv._store,
+                                         'shape': list(info.shape),
+                                         'parts': [list(p) for p in info.parts]}}
         with open('layout.tmp', 'w') as fout:
             json.dump(layout, fout)
         os.replace('layout.tmp', 'layout.json')
 digest = hashlib.sha256()
 for p in net.collect_params().values():
     digest.update(p.data().asnumpy().tobytes())
+for rows in pulled:
+    digest.update(rows.tobytes())
 report(rank=r, digest=digest.hexdigest())
 """
 ENV = {"MXNET_KVSTORE_BIGARRAY_BOUND": "50",      # the 16x8 weight is split over both servers
@@ -87,12 +111,14 @@ def header(rng, cmd, key=0, flags=0, code=1, shape=(), nframes=0, version=1, off
 class Junk:
     """Seeded junk messages for one job (its keys' real layouts known)."""
 
-    def __init__(self, rng, keys):
-        self.rng, self.keys = rng, keys
+    def __init__(self, rng, keys, rows=None):
+        self.rng, self.keys, self.rows = rng, keys, rows
         self.kinds = [self.random_bytes, self.truncated, self.wrong_frames, self.unknown_cmd,
                       self.huge_claims, self.wrong_layout, self.unknown_key,
                       self.negative_shape, self.bit_flips, self.stranger_push,
                       self.stranger_requests, self.scheduler_requests]
+        if rows is not None:
+            self.kinds.append(self.row_junk)
 
     def __call__(self):
         return self.rng.choice(self.kinds)()
@@ -113,6 +139,10 @@ class Junk:
     def random_bytes(self):
         return [self.rng.randbytes(self.rng.randrange(0, 120))
                 for _ in range(self.rng.randint(1, 4))]
+
+    def row_junk(self):
+        """A row message for the job's row_sparse key, most of them wrong somewhere."""
+        return row_message(self.rng, self.rows).encode()
 
     def truncated(self):
         frames = self.valid_push()
@@ -247,12 +277,47 @@ def raw_tcp(rng, port):
             pass                          # the peer hung up first: fine
 
 
+def row_message(rng, rows):
+    """A ROW_SPARSE PUSH, PULL or VALUE (or INIT_WAIT) for the row_sparse key described by
+    `rows` ({key, store, shape, parts}), valid or wrong in one of several ways."""
+    shape, (_, off, n) = rows["shape"], rng.choice(rows["parts"])
+    width, have = shape[1], n // shape[1]
+    cmd = rng.choice([Cmd.PUSH, Cmd.PUSH, Cmd.PULL, Cmd.VALUE, Cmd.INIT_WAIT])
+    ids = np.unique(np.array([rng.randrange(have) for _ in range(rng.randrange(4))], np.int64))
+    flags, nvalues = Flag.SYNC | Flag.ROW_SPARSE, ids.size * width
+    id_bytes = RowIds(ids).encode()
+    kind = rng.randrange(9)
+    if kind == 1:
+        id_bytes = id_bytes[:-3] if id_bytes else b"\x01\x02\x03"     # ragged ids
+    elif kind == 2:
+        bad = rng.choice([[3, 1, 5], [-7, 1], [1, have], [0, 1 << 62]])    # unsorted,
+        id_bytes = np.array(bad, "<i8").tobytes()                        # < 0, too big
+    elif kind == 3:
+        nvalues += rng.choice([-1, 1, width])                            # values != ids
+    elif kind == 4:
+        off += 1                                                         # off the rows
+    elif kind == 5:
+        flags |= rng.choice([Flag.SHM, Flag.COMPRESSED_2BIT])
+    elif kind == 6:
+        shape = [shape[0], shape[1] + 1]                                 # another shape
+    elif kind == 7:
+        shape = []
+    payload = {Cmd.PUSH: [id_bytes, np.ones(max(nvalues, 0), np.float32)],
+               Cmd.PULL: [id_bytes], Cmd.VALUE: [np.ones(max(nvalues, 0), np.float32)],
+               Cmd.INIT_WAIT: []}[cmd]
+    if kind == 8:
+        payload = payload[:-1] if payload else [id_bytes]               # a frame too few/many
+    return Message(cmd, key=rows["key"], store=rows["store"], flags=flags, dtype=np.float32,
+                   shape=shape, version=rng.randrange(1, STEPS + 2), offset=off, length=n,
+                   sender=rng.randrange(2), req=rng.randrange(1, 1 << 30), payload=payload)
+
+
 class Fuzzer:
     """DEALERs with random identities at each target; fires the job's junk."""
 
     def __init__(self, layout, seed):
         self.rng = random.Random(seed)
-        self.junk = Junk(self.rng, layout["keys"])
+        self.junk = Junk(self.rng, layout["keys"], layout.get("rows"))
         self.targets = [layout["scheduler"]]
         for server in layout["servers"]:
             self.targets += [server["tcp"]] + ([server["ipc"]] if server.get("ipc") else [])
@@ -339,3 +404,46 @@ def test_servers_and_scheduler_survive_a_flood_of_junk_exactly(tmp_path):
     assert peak and max(peak.values()) < 1 << 30, {p: m >> 20 for p, m in peak.items()}
     print(f"fuzz: {sum(sent.values())} junk messages at {len(sent)} endpoints; "
           f"peak RSS {max(peak.values()) >> 20} MiB; parameters equal the clean run")
+
+
+ROWS = {"key": "rows", "store": 1, "shape": [12, 4], "parts": [[0, 0, 24], [1, 24, 24]]}
+
+
+def test_row_messages_decode_or_raise_wire_body_or_refusal_errors():
+    """Seeded row messages, many of them bit-flipped or cut, in one process: each decodes
+    (and its rows read back within the slice) or raises one of the kvstore's errors."""
+    rng = random.Random(SEED)
+    outcomes = {"read": 0, "wire": 0, "body": 0, "refused": 0}
+    deadline = time.monotonic() + 10.0
+    for _ in range(3000):
+        assert time.monotonic() < deadline, "the row fuzz ran past its time limit"
+        frames = row_message(rng, ROWS).encode()
+        if rng.random() < 0.3:
+            head = bytearray(frames[0])
+            head[rng.randrange(len(head))] ^= 1 << rng.randrange(8)
+            frames[0] = bytes(head)
+        if rng.random() < 0.1 and len(frames) > 1:
+            frames[-1] = bytes(frames[-1])[:rng.randrange(len(bytes(frames[-1])) + 1)]
+        try:
+            msg = Message.decode([bytes(f) for f in frames])
+        except WireError:
+            outcomes["wire"] += 1
+            continue
+        if not msg.flags & Flag.ROW_SPARSE or msg.cmd not in (Cmd.PUSH, Cmd.PULL):
+            outcomes["read"] += 1
+            continue
+        try:
+            rows = read_rows(msg, "fuzz of")
+        except BodyError:
+            outcomes["body"] += 1
+            continue
+        except RowsRefused:
+            outcomes["refused"] += 1
+            continue
+        slice_rows = msg.length // int(np.prod(msg.shape[1:]))
+        assert rows.ids.dtype == np.int64 and (np.diff(rows.ids) > 0).all()
+        assert rows.ids.size == 0 or 0 <= rows.ids[0] <= rows.ids[-1] < slice_rows
+        if msg.cmd == Cmd.PUSH:
+            assert rows.values.shape == (rows.ids.size, int(np.prod(msg.shape[1:])))
+        outcomes["read"] += 1
+    assert all(outcomes.values()), outcomes          # every way out was taken

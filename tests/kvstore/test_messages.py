@@ -6,11 +6,12 @@ import json
 import random
 import time
 
+import numpy as np
 import pytest
 
 from minigluon.kvstore.messages import (BODIES, Abort, BodyError, LearningRate, NodeLost,
                                         NodeTable, OptimizerBlob, ProbeToken, Registration,
-                                        SegmentName, StatesBlob, Text)
+                                        RowIds, SegmentName, StatesBlob, Text)
 from minigluon.kvstore.wire import Cmd, Message
 
 TOKEN = bytes(range(16))
@@ -33,6 +34,7 @@ SAMPLES = {
     StatesBlob: [StatesBlob(TOKEN, b"\x80\x04states.")],
     SegmentName: [SegmentName("mgkv-123-0123456789abcdef-00")],
     ProbeToken: [ProbeToken(TOKEN)],
+    RowIds: [RowIds(np.array([0, 3, 7, 2 ** 40], np.int64)), RowIds(np.array([], np.int64))],
     Text: [Text("[server 0]: push to key 3: shape (2,) does not match — help: init first")],
 }
 
@@ -66,6 +68,8 @@ def test_the_bytes_on_the_wire_did_not_change():
     assert LearningRate(0.25).encode() == b"\x00\x00\x00\x00\x00\x00\xd0?"
     assert OptimizerBlob(TOKEN, b"blob").encode() == TOKEN + b"blob"
     assert SegmentName("mgkv-1").encode() == b"mgkv-1"
+    assert RowIds(np.array([1, 258])).encode() == b"\x01" + b"\x00" * 7 + b"\x02\x01" + \
+        b"\x00" * 6
 
 
 def test_errors_name_the_body_and_what_was_wrong():
@@ -88,6 +92,14 @@ def test_errors_name_the_body_and_what_was_wrong():
                          b'"token": "zz"}')
     with pytest.raises(BodyError, match=r"SET_LR: the rate must be a number, got 'fast'"):
         LearningRate("fast").encode()
+    with pytest.raises(BodyError, match=r"bad row ids .*: 12 bytes, not a whole number of "
+                                        r"8-byte ids"):
+        RowIds.decode(b"x" * 12)
+    with pytest.raises(BodyError, match=r"bad row ids .*: ids \[3, 1\] are not sorted and "
+                                        r"unique"):
+        RowIds.decode(RowIds(np.array([3, 1])).encode())
+    with pytest.raises(BodyError, match=r"bad row ids .*: negative row id -2"):
+        RowIds.decode(RowIds(np.array([-2, 1])).encode())
 
 
 def test_an_abort_that_is_not_json_is_its_own_reason():

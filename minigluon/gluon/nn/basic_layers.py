@@ -445,7 +445,8 @@ class Embedding(HybridBlock):
         Dtype of the table.
     weight_initializer : Initializer or str
     sparse_grad : bool
-        Accepted for compatibility; the gradient is always dense here.
+        Give the weight a row_sparse gradient holding only the rows looked up (with
+        `grad_stype` row_sparse), instead of a dense one of the whole table.
 
     Inputs:
         - **data**: (x1, ..., xn) array of indices.
