@@ -37,9 +37,10 @@ def weight_in(values, stype):
 
 
 def states_of(state):
+    """An optimizer state (None, an array or a tuple of them) as a list of arrays."""
     if state is None:
         return []
-    return [s for s in (state if isinstance(state, tuple) else (state,))]
+    return list(state) if isinstance(state, tuple) else [state]
 
 
 def randomize(state, r):
