@@ -37,9 +37,10 @@ def weight_in(values, stype):
 
 
 def states_of(state):
+    """An optimizer state (None, an array or a tuple of them) as a list of arrays."""
     if state is None:
         return []
-    return [s for s in (state if isinstance(state, tuple) else (state,))]
+    return list(state) if isinstance(state, tuple) else [state]
 
 
 def randomize(state, r):
@@ -207,15 +208,16 @@ def test_adagrad_refuses_weight_decay_with_a_row_sparse_gradient():
                                  wd=0.5)
 
 
-def test_updater_checkpoints_keep_row_sparse_states():
-    updater = mx.optimizer.get_updater(mx.optimizer.Adam())
-    weight = dense(np.ones(SHAPE)).tostype("row_sparse")
-    updater(0, rsp_grad(np.ones(SHAPE)), weight)
-    restored = mx.optimizer.get_updater(mx.optimizer.Adam())
+@pytest.mark.parametrize("stype", ["row_sparse", "csr"])
+def test_updater_checkpoints_keep_sparse_states_sparse(stype):
+    updater = mx.optimizer.get_updater(mx.optimizer.SGD(momentum=0.9))
+    weight = dense(np.ones(SHAPE)).tostype(stype)
+    updater(0, dense(rng().normal(size=SHAPE)).tostype(stype), weight)
+    restored = mx.optimizer.get_updater(mx.optimizer.SGD(momentum=0.9))
     restored.set_states(updater.get_states())
-    for got, saved in zip(restored.states[0], updater.states[0]):
-        assert got.stype == "row_sparse"
-        np.testing.assert_array_equal(got.asnumpy(), saved.asnumpy())
+    got, saved = restored.states[0], updater.states[0]
+    assert got.stype == stype
+    np.testing.assert_array_equal(got.asnumpy(), saved.asnumpy())
 
 
 # ---- the fused operators ------------------------------------------------------------------
