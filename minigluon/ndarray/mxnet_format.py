@@ -169,19 +169,23 @@ def write_file(arrays, names=()):
 
 
 def write_record(array):
-    """One record: v2 for sparse arrays and dense ones of non-zero size, v3 (NumPy shapes)
-    for 0-d and zero-size dense arrays, which v2 would read as unknown shapes."""
+    """One record, marked as MXNet marks it with the shape semantics on at saving: v3 with
+    NumPy shapes, else v2 (both carry the storage type)."""
+    magic = _V3 if shape_semantics.np_shape_on() else _V2
     if sparse_storage.is_sparse(array):
-        return _sparse_record(array)
+        return _sparse_record(array, magic)
     array = np.asarray(array, order="C")
-    magic = _V3 if array.ndim == 0 or array.size == 0 else _V2
+    if array.ndim == 0 and magic == _V2:
+        raise FormatError("a 0-d array cannot be saved in MXNet's format under legacy shapes "
+                          "(there a shape () means 'unknown'); save it inside "
+                          "`with mx.np_shape(True):`, or reshape it to (1,)")
     return (struct.pack("<Ii", magic, 0) + _shape_bytes(array.shape) + struct.pack("<ii", *_CPU)
             + struct.pack("<i", _flag(array.dtype)) + _element_bytes(array))
 
 
-def _sparse_record(storage):
+def _sparse_record(storage, magic):
     aux = list(storage.aux)
-    head = struct.pack("<Ii", _V2, _STYPE_IDS[storage.stype])
+    head = struct.pack("<Ii", magic, _STYPE_IDS[storage.stype])
     head += _shape_bytes(storage.data.shape) + _shape_bytes(storage.shape)
     head += struct.pack("<ii", *_CPU) + struct.pack("<i", _flag(storage.dtype))
     for a in aux:

@@ -25,7 +25,7 @@ def test_round_trip_of_a_dict_with_sparse_and_dense_arrays(tmp_path):
               "rsp": mx.nd.array(rsp_values, dtype="float64").tostype("row_sparse"),
               "empty": sparse.zeros("row_sparse", (3, 4), dtype="float16"),
               "dense": mx.nd.array(np.arange(6).reshape(2, 3), dtype="int32"),
-              "scalar": mx.nd.array(np.array(2.5, np.float32)), "none": mx.nd.zeros((0, 3))}
+              "none": mx.nd.zeros((0, 3))}
     mx.nd.save(str(tmp_path / "a.nd"), arrays)
     back = mx.nd.load(str(tmp_path / "a.nd"))
     assert sorted(back) == sorted(arrays)
@@ -34,6 +34,20 @@ def test_round_trip_of_a_dict_with_sparse_and_dense_arrays(tmp_path):
         assert (got.stype, got.dtype, got.shape) == (want.stype, want.dtype, want.shape), name
         np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
     np.testing.assert_array_equal(back["rsp"].indices.asnumpy(), [1, 4])
+
+
+def test_with_numpy_shapes_a_scalar_beside_a_sparse_array_round_trips(tmp_path):
+    arrays = {"rsp": mx.nd.array([[0, 0], [3, 4]]).tostype("row_sparse"),
+              "scalar": mx.nd.array(np.array(2.5, np.float32))}
+    with mx.np_shape(True):
+        mx.nd.save(str(tmp_path / "s.nd"), arrays)
+        back = mx.nd.load(str(tmp_path / "s.nd"))
+    assert back["scalar"].shape == () and back["scalar"].asscalar() == 2.5
+    np.testing.assert_array_equal(back["rsp"].asnumpy(), [[0, 0], [3, 4]])
+    with pytest.raises(mx.MXNetError, match="NumPy shape semantics on"):
+        mx.nd.load(str(tmp_path / "s.nd"))          # saved with NumPy shapes, loaded without
+    with pytest.raises(mx.MXNetError, match="0-d array cannot be saved"):
+        mx.nd.save(str(tmp_path / "t.nd"), arrays)  # legacy shapes: () means unknown
 
 
 def test_round_trip_of_a_list_keeps_order_and_components():
