@@ -343,12 +343,12 @@ class KVStoreDist(KVStore):
             reqs.append(self._van.request(server_name(server), msg, what))
         return reqs
 
-    def _info(self, key, arrays, where):
+    def _info(self, key, arrays, where, dtype=True):
         info = self._keys.get(key)
         if info is None:
             raise KVStoreError(f"{where} key {key!r}: the key has not been initialized; call "
                                f"kv.init({key!r}, value) first")
-        check_same_layout(where, key, arrays, info)
+        check_same_layout(where, key, arrays, info, dtype)
         return info
 
     # ---- push -----------------------------------------------------------------------
@@ -504,7 +504,7 @@ class KVStoreDist(KVStore):
         with pause():
             for k, pairs in groups:
                 outs = [o for o, _ in pairs]
-                info = self._info(k, outs, "row_sparse_pull from")
+                info = self._info(k, outs, "row_sparse_pull from", dtype=False)   # casts
                 check_row_sparse_outs(k, outs)
                 asked = {}                  # one request per distinct row-ids array
                 for arr, ids in pairs:
@@ -517,7 +517,7 @@ class KVStoreDist(KVStore):
                 values = got() if callable(got) else got
                 arr[:] = row_sparse_array((values.reshape((rows.size,) + info.shape[1:]),
                                            rows), shape=info.shape, ctx=arr.context,
-                                          dtype=info.dtype)
+                                          dtype=arr.dtype)
 
     def _send_row_pulls(self, info, rows, reqs):
         """Ask for the rows `rows` of a key; the (k, row length) array they will be in,
