@@ -129,6 +129,8 @@ class HalveTouched(mx.optimizer.Optimizer):
     def update(self, index, weight, grad, state):
         assert grad.stype == 'row_sparse' and weight.stype == 'row_sparse', \\
             (grad.stype, weight.stype)
+        if (grad.data.asnumpy() >= 99).any():
+            raise ValueError('a gradient of 99 or more is refused by this test rule')
         ids = grad.indices.asnumpy()
         w = weight.asnumpy()
         w[ids] = w[ids] / 2 - grad.data.asnumpy()
@@ -166,6 +168,19 @@ for t in (1, 2):
     np.testing.assert_array_equal(got[untouched], before[untouched])   # not updated at all
     before = got
     kv.barrier()               # nobody pushes round t+1 before everyone pulled round t
+if MODE == 'dist_sync':        # an update that fails ends its round: its pulls get the
+    from minigluon.kvstore import KVStoreError          # error, and the job goes on
+    kv.push('emb', nd.sparse.row_sparse_array(([[99.] * 4], [5]), shape=(9, 4)))
+    out = nd.sparse.zeros('row_sparse', (9, 4))
+    try:
+        kv.row_sparse_pull('emb', out=out, row_ids=nd.array([5]))
+    except KVStoreError as err:
+        assert "the update of round 3 failed: ValueError: a gradient of 99" in str(err), err
+    else:
+        raise AssertionError('the failed update was not reported')
+    kv.push('emb', nd.sparse.zeros('row_sparse', (9, 4)))      # round 4: no rows
+    kv.row_sparse_pull('emb', out=out, row_ids=nd.array(np.arange(9)))
+    np.testing.assert_array_equal(dense(out), before)          # round 3 changed nothing
 report(rank=r, ok=True)
 """
 
