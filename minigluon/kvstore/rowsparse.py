@@ -17,7 +17,7 @@ from ..ndarray.sparse import RowSparseNDArray, add_n, row_sparse_array
 from .base import KVStoreError, group_key_values
 
 __all__ = ["group_row_sparse_pull", "row_ids_of", "sum_values", "gather_rows",
-           "is_row_sparse", "check_row_sparse_outs"]
+           "is_row_sparse", "check_row_sparse_outs", "as_row_sparse"]
 
 
 def is_row_sparse(arr):
