@@ -29,6 +29,7 @@ _Array = None   # the array class results are wrapped in (NDArray), set by set_a
 _sparse_classes = {}   # stype -> the class of sparse results, set by set_sparse_classes
 _LOG = logging.getLogger("minigluon.ndarray")
 _fallbacks_logged = set()   # operators whose storage fallback was logged (once each)
+_CONTAINERS = sparse_storage.CONTAINERS
 
 
 def set_array_class(cls):
@@ -45,7 +46,7 @@ def set_sparse_classes(classes):
 def wrap(raw, ctx, cls=None):
     """A raw result as an array on `ctx`: a sparse container as its stype's class, a dense
     buffer as `cls` (NDArray by default)."""
-    if sparse_storage.is_sparse(raw):
+    if isinstance(raw, _CONTAINERS):
         return _sparse_classes[raw.stype](raw, ctx)
     # asarray: NumPy ufuncs turn 0-d arrays into scalars, which have no buffer to wrap
     return (cls or _Array)(ctx.xp.asarray(raw), ctx)
@@ -176,13 +177,18 @@ def invoke(op, args, kwargs, out=None):
 def _compute(op, xp, raw, extra, attrs):
     """Run the op on raw inputs: its sparse kernel when an input is sparse and the kernel
     takes these storage types, else the op itself, on dense copies of sparse inputs."""
-    if any(sparse_storage.is_sparse(r) for r in raw):
-        if op.sparse is not None:
-            got = op.sparse(xp, *raw, *extra, **attrs)
-            if got is not NotImplemented:
-                return got
-        raw = _fall_back(op, xp, raw)
+    for r in raw:     # a plain loop: this runs on every call of every operator
+        if isinstance(r, _CONTAINERS):
+            return _compute_sparse(op, xp, raw, extra, attrs)
     return op.fn(xp, *raw, *extra, **attrs)
+
+
+def _compute_sparse(op, xp, raw, extra, attrs):
+    if op.sparse is not None:
+        got = op.sparse(xp, *raw, *extra, **attrs)
+        if got is not NotImplemented:
+            return got
+    return op.fn(xp, *_fall_back(op, xp, raw), *extra, **attrs)
 
 
 def _fall_back(op, xp, raw):

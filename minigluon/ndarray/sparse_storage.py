@@ -40,7 +40,7 @@ def check_stype(stype, where):
 
 def is_sparse(raw):
     """True for a sparse container (anything else is a dense raw array or a scalar)."""
-    return isinstance(raw, (RowSparseStorage, CSRStorage))
+    return isinstance(raw, CONTAINERS)
 
 
 def stype_of(raw):
@@ -208,6 +208,9 @@ def _check_csr_columns(xp, csr, cols):
 def _preview(a, n=8):
     values = [int(v) for v in a[:n].tolist()]
     return f"{values}{' ...' if a.shape[0] > n else ''}"
+
+
+CONTAINERS = (RowSparseStorage, CSRStorage)
 
 
 # ---- building containers ----------------------------------------------------------------
