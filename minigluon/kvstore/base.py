@@ -228,13 +228,14 @@ def group_key_values(key, value, where):
     return list(grouped.items())
 
 
-def check_same_layout(where, key, arrays, stored):
-    """Raise unless every array has the shape and dtype of the stored value of `key`."""
+def check_same_layout(where, key, arrays, stored, dtype=True):
+    """Raise unless every array has the shape (and, with `dtype`, the dtype) of the
+    stored value of `key`."""
     for arr in arrays:
         if arr.shape != stored.shape:
             raise ShapeError(f"{where} key {key!r}: shape {arr.shape} does not match the "
                              f"initialized shape {stored.shape}")
-        if arr.dtype != stored.dtype:
+        if dtype and arr.dtype != stored.dtype:
             raise DTypeError(f"{where} key {key!r}: dtype {np.dtype(arr.dtype).name} does not "
                              f"match the initialized dtype {np.dtype(stored.dtype).name}")
 

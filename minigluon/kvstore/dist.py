@@ -343,12 +343,12 @@ class KVStoreDist(KVStore):
             reqs.append(self._van.request(server_name(server), msg, what))
         return reqs
 
-    def _info(self, key, arrays, where):
+    def _info(self, key, arrays, where, dtype=True):
         info = self._keys.get(key)
         if info is None:
             raise KVStoreError(f"{where} key {key!r}: the key has not been initialized; call "
                                f"kv.init({key!r}, value) first")
-        check_same_layout(where, key, arrays, info)
+        check_same_layout(where, key, arrays, info, dtype)
         return info
 
     # ---- push -----------------------------------------------------------------------
@@ -504,28 +504,31 @@ class KVStoreDist(KVStore):
         with pause():
             for k, pairs in groups:
                 outs = [o for o, _ in pairs]
-                info = self._info(k, outs, "row_sparse_pull from")
+                info = self._info(k, outs, "row_sparse_pull from", dtype=False)   # casts
                 check_row_sparse_outs(k, outs)
+                whole = None                # a dense key is pulled whole, once
+                if info.row is None:
+                    whole = np.empty(info.size, info.dtype)
+                    reqs += self._send_pulls(info, whole)
+                    whole = whole.reshape(info.shape[0], info.size // max(info.shape[0], 1))
                 asked = {}                  # one request per distinct row-ids array
                 for arr, ids in pairs:
                     if id(ids) not in asked:
                         rows = row_ids_of(k, ids, info.shape[0])
-                        asked[id(ids)] = (rows, self._send_row_pulls(info, rows, reqs))
+                        got = whole if whole is not None else \
+                            self._send_row_pulls(info, rows, reqs)
+                        asked[id(ids)] = (rows, got)
                     todo.append((arr, info, asked[id(ids)]))
             self._van.wait(reqs)
             for arr, info, (rows, got) in todo:
-                values = got() if callable(got) else got
+                values = got[rows] if info.row is None else got     # whole: take rows
                 arr[:] = row_sparse_array((values.reshape((rows.size,) + info.shape[1:]),
                                            rows), shape=info.shape, ctx=arr.context,
-                                          dtype=info.dtype)
+                                          dtype=arr.dtype)
 
     def _send_row_pulls(self, info, rows, reqs):
-        """Ask for the rows `rows` of a key; the (k, row length) array they will be in,
-        or (for a dense key) a function that takes them out of the whole value."""
-        if info.row is None:
-            whole = np.empty(info.size, info.dtype)
-            reqs += self._send_pulls(info, whole)
-            return lambda: whole.reshape(info.shape[0], info.size // max(info.shape[0], 1))[rows]
+        """Ask the servers of a row_sparse key for the rows `rows`; the (k, row length)
+        array they will be in."""
         values = np.zeros((rows.size, info.row), info.dtype)
         for server, off, n, first, lo, hi in info.rows_in(rows):
             if lo == hi:

@@ -106,11 +106,11 @@ class KVStoreLocal(KVStore):
             for k, pairs in group_row_sparse_pull(key, out, row_ids):
                 self._check_key_kind([k], "row_sparse_pull")
                 outs = [o for o, _ in pairs]
-                stored = self._stored(k, outs, "row_sparse_pull from")
+                stored = self._stored(k, outs, "row_sparse_pull from", dtype=False)
                 check_row_sparse_outs(k, outs)
-                for arr, ids in pairs:
+                for arr, ids in pairs:              # rows are cast into out's dtype
                     rows = row_ids_of(k, ids, stored.shape[0])
-                    arr[:] = gather_rows(stored, rows, arr.context)
+                    arr[:] = gather_rows(stored, rows, arr.context, arr.dtype)
 
     def set_gradient_compression(self, compression_params):
         super().set_gradient_compression(compression_params)
@@ -120,13 +120,13 @@ class KVStoreLocal(KVStore):
                 f"{self._type!r} kvstore: it compresses the messages between machines of a "
                 "dist_* kvstore, and an in-process store sends none; drop compression_params")
 
-    def _stored(self, key, arrays, where):
+    def _stored(self, key, arrays, where, dtype=True):
         """The stored value of `key`, checked against the layout of `arrays`."""
         stored = self._store.get(key)
         if stored is None:
             raise KVStoreError(f"{where} key {key!r}: the key has not been initialized; call "
                                f"kv.init({key!r}, value) first")
-        check_same_layout(where, key, arrays, stored)
+        check_same_layout(where, key, arrays, stored, dtype)
         return stored
 
 

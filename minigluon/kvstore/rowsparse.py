@@ -17,7 +17,7 @@ from ..ndarray.sparse import RowSparseNDArray, add_n, row_sparse_array
 from .base import KVStoreError, group_key_values
 
 __all__ = ["group_row_sparse_pull", "row_ids_of", "sum_values", "gather_rows",
-           "is_row_sparse", "check_row_sparse_outs"]
+           "is_row_sparse", "check_row_sparse_outs", "as_row_sparse"]
 
 
 def is_row_sparse(arr):
@@ -109,19 +109,27 @@ def sum_values(values, ctx):
 
 def gather_rows(value, ids, ctx, dtype=None):
     """A RowSparseNDArray on `ctx` holding rows `ids` (sorted, unique int64) of `value`
-    (dense or row_sparse; a row it does not store is zeros)."""
-    if is_row_sparse(value):
-        stored = value.indices.asnumpy()
-        data = value.data.asnumpy()
-        rows = np.zeros((ids.size,) + value.shape[1:], data.dtype)
-        where = np.searchsorted(stored, ids)
-        found = where < stored.size
-        found[found] = stored[where[found]] == ids[found]
-        rows[found] = data[where[found]]
-    else:
-        rows = value.asnumpy()[ids]
-    return row_sparse_array((rows, ids), shape=value.shape, ctx=ctx,
+    (dense or row_sparse; a row it does not store is zeros). Only those rows are copied,
+    on value's device."""
+    home, raw = value.context, value._data
+    with home.scope():
+        wanted = home.xp.asarray(ids)
+        if is_row_sparse(value):
+            rows = _stored_rows(home.xp, raw, wanted)
+        else:
+            rows = raw[wanted]
+    return row_sparse_array((NDArray(rows, home), ids), shape=value.shape, ctx=ctx,
                             dtype=dtype or value.dtype)
+
+
+def _stored_rows(xp, rsp, wanted):
+    """The rows `wanted` of a row_sparse container, zeros where it stores none."""
+    where = xp.searchsorted(rsp.indices, wanted)
+    found = where < rsp.indices.shape[0]
+    found[found] = rsp.indices[where[found]] == wanted[found]
+    rows = xp.zeros((wanted.shape[0],) + rsp.shape[1:], rsp.dtype)
+    rows[found] = rsp.data[where[found]]
+    return rows
 
 
 def as_row_sparse(arr):

@@ -183,3 +183,13 @@ def test_a_store_takes_int_or_str_keys_not_both(name):
         with pytest.raises(MXNetError, match=r"key 'a': this kvstore uses int keys \(such as "
                                              r"3\); a kvstore takes either int keys or str"):
             call()
+
+
+@pytest.mark.parametrize("name", STORES)
+def test_row_sparse_pull_casts_into_the_outs_dtype(name):
+    kv = mx.kv.create(name)
+    kv.init(1, nd.array(_dense_of_rows([2, 3]), dtype="float16").tostype("row_sparse"))
+    out = nd.sparse.zeros("row_sparse", SHAPE, dtype="float32")
+    kv.row_sparse_pull(1, out=out, row_ids=nd.array([3]))
+    assert out.dtype == np.float32 and out.indices.asnumpy().tolist() == [3]
+    np.testing.assert_array_equal(out.asnumpy(), _dense_of_rows([3]))
