@@ -9,6 +9,7 @@ from ..ndarray import ops_creation as _ops_creation  # noqa: F401  (registers _z
 from ..ndarray.registry import OPS as _OPS
 from . import image  # noqa: F401  (mx.sym.image)
 from .symbol import Group, Symbol, Variable, apply_op as _apply_op, load, load_json, var  # noqa: F401
+from .cached_op import CachedOp  # noqa: F401  (mx.nd.CachedOp, set by the package face)
 from .. import autograd as _autograd
 from .tape import symbol_of as _symbol_of
 
