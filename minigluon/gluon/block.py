@@ -22,6 +22,7 @@ from ..name import Prefix
 from ..ndarray.ndarray import NDArray
 from ..numpy.methods import NumpyMethods
 from ..symbol.cached_op import CachedOp, parse_flags
+from ..symbol.op_hook import OpHook
 from ..symbol.symbol import Symbol
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, assign_loaded
 
@@ -348,7 +349,7 @@ class HybridBlock(Block):
         self._cached = {}
         self._needs_shape_key = None
         self._flags = parse_flags(())
-        self._op_hook = None      # (callback, monitor_all) for the cached graphs
+        self._op_hook = None      # the OpHook given to each cached graph
 
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False,
                   static_shape=False, inline_limit=2, forward_bulk_size=None,
@@ -378,7 +379,7 @@ class HybridBlock(Block):
         """Call `callback(name, op_name, array)` for every operator output (and input, with
         monitor_all) while this block's hybridized graph runs, here and in the blocks below;
         names are bytes, as MXNet gives them (see symbol/op_hook.py)."""
-        self._op_hook = (callback, monitor_all)
+        self._op_hook = OpHook(callback, monitor_all)     # checks the callback now
         for cached_op, _, _ in self._cached.values():
             cached_op.register_op_hook(callback, monitor_all)
         super().register_op_hook(callback, monitor_all)
@@ -493,7 +494,7 @@ class HybridBlock(Block):
             params.append(by_name[arg])
         cached_op = CachedOp(graph_sym, self._flags, used + [p.name for p in params])
         if self._op_hook is not None:
-            cached_op.register_op_hook(*self._op_hook)
+            cached_op.register_op_hook(self._op_hook.callback, self._op_hook.monitor_all)
         self._export_sym = graph_sym
         return cached_op, params, structure
 
