@@ -676,13 +676,25 @@ class SymbolBlock(HybridBlock):
             if arg not in self._input_names:
                 p = self._params.get(arg, allow_deferred_init=True)
                 self._reg_params[arg] = p
-        self._graph = CachedOp(outputs, self._flags, self._input_names +
-                               [a for a in outputs.list_arguments()
-                                if a not in self._input_names])
+        self._graph = self._compile()
+
+    def _compile(self):
+        names = self._input_names + [a for a in self._graph_sym.list_arguments()
+                                     if a not in self._input_names]
+        cached_op = CachedOp(self._graph_sym, self._flags, names)
+        if self._op_hook is not None:
+            cached_op.register_op_hook(self._op_hook.callback, self._op_hook.monitor_all)
+        return cached_op
+
+    def hybridize(self, active=True, **kwargs):
+        """Take the CachedOp flags (see HybridBlock.hybridize); the graph always runs."""
+        super().hybridize(active, **kwargs)
+        self._graph = self._compile()
 
     def register_op_hook(self, callback, monitor_all=False):
         """Call `callback(name, op_name, array)` for each operator output of the graph (and
         input, with monitor_all), as HybridBlock.register_op_hook."""
+        self._op_hook = OpHook(callback, monitor_all)
         self._graph.register_op_hook(callback, monitor_all)
 
     @staticmethod

@@ -127,3 +127,9 @@ def test_an_exported_block_loads_back_as_a_symbol_block_with_hooks(tmp_path):
     block.register_op_hook(lambda name, op, arr: seen.append(name))
     np.testing.assert_allclose(block(x).asnumpy(), want, rtol=1e-6)
     assert len(seen) == 3 and all(name.endswith(b"_fwd_output") for name in seen)
+    block.hybridize(inline_limit=0)             # new flags, the hook stays
+    with autograd.record():
+        y = block(x)
+    assert len(seen) == 6
+    assert [n["op"] for n in json.loads(autograd.get_symbol(y).tojson())["nodes"]
+            if n["op"] != "null"] == ["_CachedOp"]
