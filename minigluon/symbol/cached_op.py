@@ -97,7 +97,7 @@ class CachedOp:
         (and each input when monitor_all); None removes the hook. See op_hook.py."""
         self._hook = None if callback is None else OpHook(callback, monitor_all)
 
-    def __call__(self, *args, out=None, default_ctx=None):
+    def __call__(self, *args, out=None):
         outputs = self.run(list(args))
         if out is not None:
             return _write_into(out, outputs)
