@@ -5,8 +5,9 @@
 `<op name>_<input name>`, and so does any other input the operator cannot do without
 (`mx.sym.Convolution(kernel=(3, 3), num_filter=8, name='c')` reads `c_data`).
 `lr_mult=` / `wd_mult=` given to the operator go onto the parameters' variables
-(`__lr_mult__`, `__wd_mult__`), where `Symbol.attr_dict()` and the optimizers find them. `PARAMETER_SHAPES` gives shape_inference.py the parameters' shapes from the shape of
-the data each layer receives (FullyConnected's rule is there).
+(`__lr_mult__`, `__wd_mult__`), where `Symbol.attr_dict()` and the optimizers find them.
+`PARAMETER_SHAPES` gives shape_inference.py the parameters' shapes from the shape of the
+data each layer receives (FullyConnected's rule is there).
 """
 
 import functools
