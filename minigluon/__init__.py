@@ -29,6 +29,7 @@ from .util import (is_np_array, is_np_shape, np_array, np_shape, set_np_shape,  
 from .numpy import symbol as _np_symbol
 # F.np / F.npx inside hybrid_forward: F is mx.nd when running, mx.sym while tracing
 nd.np, nd.npx = np, npx
+nd.CachedOp = sym.CachedOp     # MXNet's mx.nd.CachedOp; it compiles a Symbol, so lives there
 sym.np, sym.npx = _np_symbol, npx
 from . import initializer, metric, test_utils  # noqa: F401
 from . import initializer as init  # noqa: F401

@@ -115,7 +115,8 @@ class Node:
         self.seq = next(_node_seq)    # recording order: backward runs it in reverse
         self.op_name = op_name
         self.backward = backward      # f(*out_grads) -> tuple of input grads (None = no grad)
-        self.inputs = inputs          # NDArray or None per input position
+        # NDArray or None per input position; a freed result is a constant here (None)
+        self.inputs = [None if x is not None and _freed(x) else x for x in inputs]
         self.out_meta = out_meta      # (shape, dtype, context) per output, to build zeros
         # f(node, *out_grads as arrays) -> input grads as recorded arrays, for
         # create_graph=True; None where the op's backward is not itself differentiable
@@ -133,7 +134,16 @@ def _is_array(x):
 
 def needs_grad(array):
     """True if gradients must flow into `array` (a variable or a recorded result)."""
-    return array._node is not None or (array._grad_req not in (None, "null"))
+    node = array._node
+    return (node is not None and node.backward is not None) or \
+        (array._grad_req not in (None, "null"))
+
+
+def _freed(array):
+    """True for a result of a graph freed by a backward without retain_graph. As in MXNet,
+    which clears that history, operators recorded later take it as a constant."""
+    node = array._node
+    return node is not None and node.backward is None
 
 
 def mark_variables(variables, gradients, grad_reqs="write"):
@@ -273,6 +283,12 @@ def _keep_on_tape(node, outs, grads):
     return grads
 
 
+def _freed_error(node):
+    return AutogradError(
+        f"the graph through {node.op_name} was already freed by an earlier backward; "
+        "pass retain_graph=True to the first backward to run it again")
+
+
 def _no_higher_order(op_name):
     def backward(*out_grads):
         raise AutogradError(
@@ -301,6 +317,8 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False):
                 (array, grad if prev is None else sum_grads(prev[1], grad, xp))
 
     for head, hgrad in zip(heads, head_grads):
+        if _freed(head):
+            raise _freed_error(head._node)
         if not needs_grad(head):
             raise AutogradError(
                 "cannot differentiate: the head array was not computed inside "
@@ -311,9 +329,7 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False):
     order = _topological_order(heads)
     for node in order:
         if node.backward is None:
-            raise AutogradError(
-                f"the graph through {node.op_name} was already freed by an earlier backward; "
-                "pass retain_graph=True to the first backward to run it again")
+            raise _freed_error(node)
     for node in order:
         outs = [node_grads.pop((id(node), i), None) for i in range(len(node.out_meta))]
         if all(g is None for g in outs):

@@ -3,10 +3,13 @@
 The current NameManager hands out names per hint (the operator's lower-cased name) from
 its own counters. `with mx.name.NameManager():` starts fresh counters for the block and
 puts the previous manager back after it; `with mx.name.Prefix('net_'):` also prefixes
-every automatic name.
+every name, automatic or given, as MXNet does: a HybridBlock traced on Symbols runs its
+`hybrid_forward` inside `Prefix(block.prefix)`, so `F.FullyConnected(..., name='fwd')` in
+a block `dense0_` makes the node `dense0_fwd`.
 
 >>> with mx.name.Prefix('enc_'):
 ...     y = mx.sym.FullyConnected(x, num_hidden=4)     # named enc_fullyconnected0
+...     z = mx.sym.relu(y, name='act')                  # named enc_act
 """
 import itertools
 import threading
@@ -58,11 +61,11 @@ class NameManager(metaclass=_CurrentProperty):
 
 
 class Prefix(NameManager):
-    """A NameManager that puts `prefix` before every automatic name."""
+    """A NameManager that puts `prefix` before every name, the given ones too."""
 
     def __init__(self, prefix):
         super().__init__()
         self._prefix = prefix
 
     def get(self, name, hint):
-        return name if name else self._prefix + super().get(None, hint)
+        return self._prefix + super().get(name, hint)

@@ -187,6 +187,27 @@ def test_second_backward_needs_retain_graph():
         y.backward()
 
 
+def test_a_result_of_a_freed_graph_is_a_constant_to_later_recordings():
+    # as in MXNet, which clears the history a backward without retain_graph ran through
+    x, w = nd.array([1.0, 2.0]), nd.array([3.0, 4.0])
+    x.attach_grad()
+    w.attach_grad()
+    with autograd.record():
+        y = x * 2
+        (y * y).sum().backward()
+    with autograd.record():
+        z = (y * w).sum()          # y = [2, 4] is now a constant; only w gets a gradient
+    x.grad[:] = 0
+    z.backward()
+    close(w.grad, [2, 4])
+    close(x.grad, [0, 0])
+    with autograd.record():
+        shifted = y + 1            # nothing here needs a gradient: not recorded at all
+    assert not autograd.needs_grad(shifted)
+    with pytest.raises(AutogradError, match="already freed"):
+        y.backward()               # differentiating the freed result itself is still refused
+
+
 def test_backward_on_an_unrecorded_head_raises():
     x = nd.ones((2,))
     with pytest.raises(AutogradError) as err:

@@ -19,13 +19,19 @@ def test_a_fresh_manager_starts_counting_again_and_restores_the_outer_one():
     assert mx.sym.relu(x).name == f"relu{number + 1}"
 
 
-def test_prefix_and_given_names():
+def test_prefix_puts_its_prefix_before_automatic_and_given_names():
     x = mx.sym.var("x")
     with mx.name.Prefix("enc_"):
         assert mx.sym.relu(x).name == "enc_relu0"
-        assert mx.sym.relu(x, name="mine").name == "mine"
+        assert mx.sym.relu(x, name="mine").name == "enc_mine"
+        assert mx.sym.var("v").name == "v"      # variables are named as given
     manager = mx.name.Prefix("p_")
-    assert manager.get("kept", "relu") == "kept" and manager.get(None, "relu") == "p_relu0"
+    assert manager.get("kept", "relu") == "p_kept" and manager.get(None, "relu") == "p_relu0"
+
+
+def test_a_plain_manager_keeps_given_names():
+    with mx.name.NameManager():
+        assert mx.sym.relu(mx.sym.var("x"), name="mine").name == "mine"
 
 
 def test_current_is_a_class_property_and_checks_its_value():

@@ -2,8 +2,10 @@
 
 A Block owns Parameters and child Blocks, registered by assigning them as attributes.
 A HybridBlock writes its computation once, in `hybrid_forward(F, x, ...)`, where F is
-`mx.nd` for arrays or `mx.sym` while tracing. `hybridize()` traces that function once into
-a graph (symbol.CachedGraph) and replays the graph on later calls.
+`mx.nd` for arrays or `mx.sym` while tracing, under `mx.name.Prefix(block.prefix)`, so
+that its operators are named `<prefix><name>` as in MXNet. `hybridize()` traces that
+function once into a graph (an mx.nd.CachedOp, symbol/cached_op.py) and replays the graph
+on every call, the first included.
 """
 from collections import OrderedDict
 import json
@@ -12,13 +14,15 @@ import warnings
 
 import numpy as np
 
-from .. import initializer
+from .. import autograd, initializer
 from .. import ndarray as nd
 from .. import symbol as sym
 from ..base import MXNetError
+from ..name import Prefix
 from ..ndarray.ndarray import NDArray
 from ..numpy.methods import NumpyMethods
-from ..symbol.graph import CachedGraph
+from ..symbol.cached_op import CachedOp, parse_flags
+from ..symbol.op_hook import OpHook
 from ..symbol.symbol import Symbol
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict,
                         StorageTypeError, assign_loaded)
@@ -34,14 +38,19 @@ def _own_params(prefix, shared):
 
 
 class _BlockScope:
-    """Hands out unique name prefixes (`dense0_`, `dense1_`, ...) within the current scope."""
+    """Hands out unique name prefixes (`dense0_`, `dense1_`, ...) within the current scope.
+
+    Inside it, symbols are named under the block's prefix too (`mx.name.Prefix`), as in
+    MXNet: a block traced on Symbols names its operators `<prefix><name>`. A block made
+    with prefix='' keeps the names of the scope around it."""
 
     _local = threading.local()
 
-    def __init__(self, block):
+    def __init__(self, block, names_symbols=True):
         self._block = block
         self._counter = {}
-        self._old = None
+        self._names_symbols = names_symbols
+        self._entered = []     # (previous scope, name manager or None) per open `with`
 
     @staticmethod
     def create(prefix, params, hint):
@@ -73,12 +82,18 @@ class _BlockScope:
         return _BlockScope._local.counter
 
     def __enter__(self):
-        self._old = getattr(_BlockScope._local, "value", None)
+        names = Prefix(self._block.prefix) if self._names_symbols else None
+        self._entered.append((getattr(_BlockScope._local, "value", None), names))
         _BlockScope._local.value = self
+        if names is not None:
+            names.__enter__()
         return self
 
     def __exit__(self, *exc):
-        _BlockScope._local.value = self._old
+        previous, names = self._entered.pop()
+        if names is not None:
+            names.__exit__(*exc)
+        _BlockScope._local.value = previous
 
 
 class Block:
@@ -101,7 +116,7 @@ class Block:
         object.__setattr__(self, "_reg_params", OrderedDict())
         self._prefix, self._params = _BlockScope.create(prefix, params, hint)
         self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
-        self._scope = _BlockScope(self)
+        self._scope = _BlockScope(self, names_symbols=prefix != "")
         self._forward_hooks = OrderedDict()
         self._forward_pre_hooks = OrderedDict()
 
@@ -283,6 +298,11 @@ class Block:
         self.load_parameters(f"{prefix}-model.params")
 
     # ---- calling -----------------------------------------------------------------------
+    def register_op_hook(self, callback, monitor_all=False):
+        """Install `callback` on every hybridized block below (see HybridBlock's)."""
+        for child in self._children.values():
+            child.register_op_hook(callback, monitor_all)
+
     def register_forward_pre_hook(self, hook):
         """Call `hook(block, inputs)` before each forward."""
         key = len(self._forward_pre_hooks)
@@ -329,13 +349,41 @@ class HybridBlock(Block):
         self._active = False
         self._cached = {}
         self._needs_shape_key = None
+        self._flags = parse_flags(())
+        self._op_hook = None      # the OpHook given to each cached graph
 
-    def hybridize(self, active=True, **kwargs):
-        """Trace on the next call and replay the graph afterwards (active=False undoes it)."""
+    def hybridize(self, active=True, backend=None, clear=True, static_alloc=False,
+                  static_shape=False, inline_limit=2, forward_bulk_size=None,
+                  backward_bulk_size=None, **kwargs):
+        """Trace on the next call and replay the graph afterwards (active=False undoes it),
+        here and in every HybridBlock below.
+
+        The flags are mx.nd.CachedOp's: while recording, a graph of at most `inline_limit`
+        operators runs operator by operator on the tape (not with static_alloc);
+        static_shape needs static_alloc. `clear=False` keeps graphs already traced.
+        """
+        if backend is not None or kwargs:
+            raise MXNetError(f"hybridize: minigluon has no subgraph backends, so backend="
+                             f"{backend!r} and backend options {sorted(kwargs)} cannot be "
+                             "used; leave them out")
+        flags = dict(static_alloc=static_alloc, static_shape=static_shape,
+                     inline_limit=inline_limit, forward_bulk_size=forward_bulk_size,
+                     backward_bulk_size=backward_bulk_size)
+        self._flags = parse_flags(flags)
         self._active = active
-        self._cached = {}
-        self._needs_shape_key = None
-        super().hybridize(active, **kwargs)
+        if clear:
+            self._cached = {}
+            self._needs_shape_key = None
+        super().hybridize(active, **flags)
+
+    def register_op_hook(self, callback, monitor_all=False):
+        """Call `callback(name, op_name, array)` for every operator output (and input, with
+        monitor_all) while this block's hybridized graph runs, here and in the blocks below;
+        names are bytes, as MXNet gives them (see symbol/op_hook.py)."""
+        self._op_hook = OpHook(callback, monitor_all)     # checks the callback now
+        for cached_op, _, _ in self._cached.values():
+            cached_op.register_op_hook(callback, monitor_all)
+        super().register_op_hook(callback, monitor_all)
 
     def cast(self, dtype):
         self._cached = {}
@@ -374,8 +422,9 @@ class HybridBlock(Block):
         first = _first_array(_flatten([x, *args])[0], type(self).__name__)
         if isinstance(first, Symbol):
             params = {name: _symbol_like(first, p.var()) for name, p in self._reg_params.items()}
-            return self.hybrid_forward(sym, x, *args, **params)
-        if self._active:
+            with self.name_scope():     # operators named under this block's prefix
+                return self.hybrid_forward(sym, x, *args, **params)
+        if self._active and not _shape_pass.active:
             return self._call_cached(first, [x, *args])
         return self._call_imperative(first.context, x, *args)
 
@@ -391,11 +440,15 @@ class HybridBlock(Block):
     def _cache_key(self, flat):
         """What besides the inputs' nesting decides the traced graph: the input shapes when
         this block or one inside it is shape dependent."""
-        if self._needs_shape_key is None:
-            self._needs_shape_key = _any_block(self, lambda b: b._shape_dependent)
-        if not self._needs_shape_key:
+        if not self._cache_key_shapes():
             return ()
         return tuple(a.shape for a in flat if isinstance(a, NDArray))
+
+    def _cache_key_shapes(self):
+        """Whether this block or one inside it traces a graph per input shape."""
+        if self._needs_shape_key is None:
+            self._needs_shape_key = _any_block(self, lambda b: b._shape_dependent)
+        return self._needs_shape_key
 
     def _call_cached(self, first, args):
         # inputs may be nested lists (a recurrent cell's states) and None (absent)
@@ -404,15 +457,26 @@ class HybridBlock(Block):
         key = (_frozen(in_structure), tuple(a is None for a in flat), self._cache_key(flat))
         entry = self._cached.get(key)
         if entry is None:
-            out = self._call_imperative(first.context, *args)   # also finishes deferred init
-            self._cached[key] = self._trace(first, flat, in_structure)
-            return out
-        graph, params, structure = entry
+            if self._needs_shape_pass():
+                # an imperative run on the inputs gives deferred parameters their shapes and
+                # shape-dependent blocks their sizes (hybridized blocks inside run
+                # imperatively too, and no op hook fires); in predict mode, so that no
+                # running statistic is updated twice
+                with _shape_pass, autograd.pause(train_mode=False):
+                    self._call_imperative(first.context, *args)
+            entry = self._cached[key] = self._trace(first, flat, in_structure)
+        cached_op, params, structure = entry
         inputs = [a for a in flat if a is not None] + [p.data(first.context) for p in params]
-        return _regroup(graph(inputs), structure)
+        return _regroup(cached_op.run(inputs), structure)
+
+    def _needs_shape_pass(self):
+        """Whether tracing needs an imperative run first: a block below has parameters
+        waiting for their shapes, or traces a graph that depends on the input shapes."""
+        return bool(self._cache_key_shapes()) or _any_block(
+            self, lambda b: any(p._data is None for p in b._reg_params.values()))
 
     def _trace(self, first, flat, in_structure):
-        """Trace hybrid_forward with Symbols into a CachedGraph."""
+        """Trace hybrid_forward with Symbols into a CachedOp."""
         names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
         sym_args = _regroup([None if a is None else _symbol_like(first, sym.var(n))
                              for n, a in zip(names, flat)], in_structure)
@@ -429,9 +493,11 @@ class HybridBlock(Block):
                 raise MXNetError(f"hybridize: the traced graph of {self.name} uses {arg!r}, "
                                  "which is neither an input nor one of its parameters")
             params.append(by_name[arg])
-        graph = CachedGraph(graph_sym, used + [p.name for p in params])
+        cached_op = CachedOp(graph_sym, self._flags, used + [p.name for p in params])
+        if self._op_hook is not None:
+            cached_op.register_op_hook(self._op_hook.callback, self._op_hook.monitor_all)
         self._export_sym = graph_sym
-        return graph, params, structure
+        return cached_op, params, structure
 
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Write `path-symbol.json` and `path-%04d.params` (call the hybridized block once
@@ -454,6 +520,26 @@ class HybridBlock(Block):
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward()")
+
+
+class _ShapePass(threading.local):
+    """`with _shape_pass:` marks the imperative run that gives deferred parameters their
+    shapes before a first trace; hybridized blocks run imperatively inside it."""
+
+    depth = 0
+
+    @property
+    def active(self):
+        return self.depth > 0
+
+    def __enter__(self):
+        self.depth += 1
+
+    def __exit__(self, *exc):
+        self.depth -= 1
+
+
+_shape_pass = _ShapePass()
 
 
 def _first_array(flat, block):
@@ -592,9 +678,26 @@ class SymbolBlock(HybridBlock):
             if arg not in self._input_names:
                 p = self._params.get(arg, allow_deferred_init=True)
                 self._reg_params[arg] = p
-        self._graph = CachedGraph(outputs, self._input_names +
-                                  [a for a in outputs.list_arguments()
-                                   if a not in self._input_names])
+        self._graph = self._compile()
+
+    def _compile(self):
+        names = self._input_names + [a for a in self._graph_sym.list_arguments()
+                                     if a not in self._input_names]
+        cached_op = CachedOp(self._graph_sym, self._flags, names)
+        if self._op_hook is not None:
+            cached_op.register_op_hook(self._op_hook.callback, self._op_hook.monitor_all)
+        return cached_op
+
+    def hybridize(self, active=True, **kwargs):
+        """Take the CachedOp flags (see HybridBlock.hybridize); the graph always runs."""
+        super().hybridize(active, **kwargs)
+        self._graph = self._compile()
+
+    def register_op_hook(self, callback, monitor_all=False):
+        """Call `callback(name, op_name, array)` for each operator output of the graph (and
+        input, with monitor_all), as HybridBlock.register_op_hook."""
+        self._op_hook = OpHook(callback, monitor_all)
+        self._graph.register_op_hook(callback, monitor_all)
 
     @staticmethod
     def imports(symbol_file, input_names, param_file=None, ctx=None):
@@ -613,7 +716,7 @@ class SymbolBlock(HybridBlock):
             raise MXNetError("SymbolBlock cannot be traced again; call it on NDArrays")
         ctx = x.context
         params = [p.data(ctx) for p in self._reg_params.values()]
-        outs = self._graph([x, *args] + params)
+        outs = self._graph.run([x, *args] + params)
         return outs[0] if len(outs) == 1 else outs
 
 

@@ -10,6 +10,7 @@ from ..ndarray.registry import OPS as _OPS
 from . import image  # noqa: F401  (mx.sym.image)
 from . import sparse  # noqa: F401  (mx.sym.sparse)
 from .symbol import Group, Symbol, Variable, apply_op as _apply_op, load, load_json, var  # noqa: F401
+from .cached_op import CachedOp  # noqa: F401  (mx.nd.CachedOp, set by the package face)
 from .. import autograd as _autograd
 from .tape import symbol_of as _symbol_of
 

@@ -4,7 +4,12 @@ node, as MXNet's CachedOp does for hybridized blocks.
 Running a step calls the same op function as the imperative path (so results are the same),
 but on raw arrays: no NDArray wrappers, no per-op context checks, no per-op tape nodes.
 Backward replays the steps' closures in reverse. Before the first run, `rewrite.optimize`
-reorders steps where that gives the same values with less work.
+reorders steps where that gives the same values with less work; a watched run (an op hook,
+see op_hook.py) runs the steps as traced instead, so that each value it reports is the one
+its node computes.
+
+A CachedGraph is also the operator `_CachedOp` (registered below): the node that
+`autograd.get_symbol` makes for a hybridized call, which `Symbol.eval` can run again.
 """
 from .. import autograd, profiler
 from ..base import MXNetError
@@ -25,33 +30,42 @@ class CachedGraph:
         if missing:
             raise MXNetError(f"the graph uses variables {missing} that are not among the "
                              f"inputs {list(input_names)}")
+        self.symbol = symbol
         self.input_names = list(input_names)
         self.num_inputs = len(self.input_names)
         for n in nodes:
             if n.is_var:
                 slot[(id(n), 0)] = self.input_names.index(n.name)
-        self.steps = []   # (op, input refs, attrs, first output slot, num outputs)
+        # (op, input refs, attrs, first output slot, num outputs): one per node, as traced
+        self.traced_steps = []
+        self.node_names = []
         next_slot = self.num_inputs
         for n in nodes:
             if n.is_var:
                 continue
             refs = [("slot", slot[(id(i[0]), i[1])]) if isinstance(i, tuple) else ("lit", i)
                     for i in n.inputs]
-            self.steps.append((n.op, refs, n.attrs, next_slot, n.num_outputs))
+            self.traced_steps.append((n.op, refs, n.attrs, next_slot, n.num_outputs))
+            self.node_names.append(n.name)
             for k in range(n.num_outputs):
                 slot[(id(n), k)] = next_slot + k
             next_slot += n.num_outputs
         self.num_slots = next_slot
         self.output_slots = [slot[(id(node), idx)] for node, idx in symbol._outputs]
-        self.steps = rewrite.optimize(self.steps, self.output_slots)
+        self.steps = rewrite.optimize(self.traced_steps, self.output_slots)
 
-    def _forward(self, xp, raw_inputs):
+    @property
+    def num_outputs(self):
+        return len(self.output_slots)
+
+    def _forward(self, xp, raw_inputs, steps, watch=None):
+        """Run `steps` on raw arrays; `watch(step index, args, outputs)` sees each step."""
         values = list(raw_inputs) + [None] * (self.num_slots - self.num_inputs)
         closures = []
         # sparse inputs: every step picks the op's sparse kernel or the storage fallback,
         # as the imperative path does; dense graphs call the ops directly
         sparse = any(is_sparse(r) for r in raw_inputs)
-        for op, refs, attrs, first, count in self.steps:
+        for index, (op, refs, attrs, first, count) in enumerate(steps):
             args = [values[v] if kind == "slot" else v for kind, v in refs]
             if profiler._running:
                 out, backward = profiler.timed(op.name, "symbolic", registry.compute, op, xp,
@@ -65,49 +79,56 @@ class CachedGraph:
             else:
                 values[first:first + count] = list(out)
             closures.append(backward)
+            if watch is not None:
+                watch(index, args, values[first:first + count])
         return values, closures
 
-    def __call__(self, inputs):
-        """Run on NDArrays (one per input name, all on one device); returns NDArrays."""
+    def __call__(self, inputs, watch=None):
+        """Run on NDArrays (one per input name, all on one device); returns NDArrays.
+
+        With `watch`, the steps run as traced and `watch(step index, raw args, raw
+        outputs)` is called after each (op_hook.py names them)."""
         ctx = next(x.context for x in inputs if isinstance(x, NDArray))
         raw = [x._data if isinstance(x, NDArray) else x for x in inputs]
+        steps = self.steps if watch is None else self.traced_steps
         with ctx.scope():
-            values, closures = self._forward(ctx.xp, raw)
+            values, closures = self._forward(ctx.xp, raw, steps, watch)
         # dense outputs take the class of the dense inputs (mx.np's or legacy)
         cls = next((type(x) for x in inputs if isinstance(x, NDArray) and
                     x.stype == "default"), NDArray)
         outputs = [registry.wrap(values[s], ctx, cls) for s in self.output_slots]
         if autograd.is_recording() and any(
                 isinstance(x, NDArray) and autograd.needs_grad(x) for x in inputs):
-            self._record(ctx, inputs, values, closures, outputs)
+            self._record(ctx, inputs, steps, values, closures, outputs)
         return outputs
 
-    def _record(self, ctx, inputs, values, closures, outputs):
-        need = self._slots_needing_grad(inputs)
+    def _record(self, ctx, inputs, steps, values, closures, outputs):
+        need = self._slots_needing_grad(
+            [isinstance(x, NDArray) and autograd.needs_grad(x) for x in inputs], steps)
 
         def backward(*out_grads):
-            return self._backward(ctx, values, closures, out_grads, need)
-        node = autograd.Node("CachedGraph", backward,
-                             [x if isinstance(x, NDArray) else None for x in inputs],
+            return self._backward(ctx.xp, steps, values, closures, out_grads, need)
+        arrays = [x if isinstance(x, NDArray) else None for x in inputs]
+        node = autograd.Node("CachedGraph", backward, arrays,
                              [(o.shape, o._data.dtype, ctx) for o in outputs])
+        # the call as an operator, so that autograd.get_symbol can rebuild it
+        node.call = (_CACHED_OP, arrays, (), {"graph": self}, None)
         for i, o in enumerate(outputs):
             o._node, o._out_index = node, i
 
-    def _slots_needing_grad(self, inputs):
+    def _slots_needing_grad(self, input_needs, steps):
         """Per value slot: does a gradient have to reach it (it depends on a variable)?"""
-        need = [isinstance(x, NDArray) and autograd.needs_grad(x) for x in inputs]
-        need += [False] * (self.num_slots - self.num_inputs)
-        for op, refs, attrs, first, count in self.steps:
+        need = list(input_needs) + [False] * (self.num_slots - self.num_inputs)
+        for op, refs, attrs, first, count in steps:
             if any(kind == "slot" and need[ref] for kind, ref in refs):
                 need[first:first + count] = [True] * count
         return need
 
-    def _backward(self, ctx, values, closures, out_grads, need):
+    def _backward(self, xp, steps, values, closures, out_grads, need):
         grads = [None] * self.num_slots
         for s, g in zip(self.output_slots, out_grads):
             grads[s] = g if grads[s] is None else grads[s] + g
-        xp = ctx.xp
-        for (op, refs, attrs, first, count), closure in zip(reversed(self.steps),
+        for (op, refs, attrs, first, count), closure in zip(reversed(steps),
                                                             reversed(closures)):
             outs = grads[first:first + count]
             grads[first:first + count] = [None] * count     # free them as we go
@@ -130,6 +151,26 @@ class CachedGraph:
                 # an Embedding's row_sparse weight gradient stays sparse (autograd.sum_grads)
                 grads[ref] = g if grads[ref] is None else autograd.sum_grads(grads[ref], g, xp)
         return [grads[i] for i in range(self.num_inputs)]
+
+
+@registry.register("_CachedOp", inputs=(), variadic=True, takes_need=True)
+def cached_op(xp, *inputs, graph=None):
+    """A CachedGraph run as one operator on its inputs (MXNet's `_CachedOp` node)."""
+    if not isinstance(graph, CachedGraph):
+        raise MXNetError(f"_CachedOp: graph must be a CachedGraph, got {graph!r}")
+    if len(inputs) != graph.num_inputs:
+        raise MXNetError(f"_CachedOp: the graph takes {graph.num_inputs} inputs "
+                         f"{graph.input_names}, got {len(inputs)}")
+    values, closures = graph._forward(xp, inputs, graph.steps)
+    outputs = tuple(values[s] for s in graph.output_slots)
+
+    def backward(*out_grads, need):
+        slot_need = graph._slots_needing_grad(need, graph.steps)
+        return graph._backward(xp, graph.steps, values, closures, out_grads, slot_need)
+    return (outputs if len(outputs) > 1 else outputs[0]), backward
+
+
+_CACHED_OP = registry.get("_CachedOp")
 
 
 class _Shape:

@@ -1,14 +1,20 @@
-"""The parameters a layer operator creates for itself when built on Symbols, as MXNet does.
+"""The inputs an operator creates for itself when built on Symbols, as MXNet does.
 
 `mx.sym.FullyConnected(data, num_hidden=10, name='fc1')` has the arguments `data`,
 `fc1_weight` and `fc1_bias`: each parameter input left out becomes a variable named
-`<op name>_<input name>`. `lr_mult=` / `wd_mult=` given to the operator go onto those
-variables (`__lr_mult__`, `__wd_mult__`), where `Symbol.attr_dict()` and the optimizers find
-them. `PARAMETER_SHAPES` gives shape_inference.py the parameters' shapes from the shape of
-the data each layer receives (FullyConnected's rule is there).
+`<op name>_<input name>`, and so does any other input the operator cannot do without
+(`mx.sym.Convolution(kernel=(3, 3), num_filter=8, name='c')` reads `c_data`).
+`lr_mult=` / `wd_mult=` given to the operator go onto the parameters' variables
+(`__lr_mult__`, `__wd_mult__`), where `Symbol.attr_dict()` and the optimizers find them.
+`PARAMETER_SHAPES` gives shape_inference.py the parameters' shapes from the shape of the
+data each layer receives (FullyConnected's rule is there).
 """
 
-__all__ = ["param_inputs", "param_attrs", "take_mults", "PARAMETER_SHAPES"]
+import functools
+import inspect
+
+__all__ = ["param_inputs", "required_inputs", "param_attrs", "take_mults",
+           "PARAMETER_SHAPES"]
 
 
 def _conv_params(attrs):
@@ -36,6 +42,16 @@ def param_inputs(op_name, attrs):
     """The parameter inputs `op_name` creates as variables when they are not given."""
     rule = _PARAMS.get(op_name)
     return rule(attrs) if rule else ()
+
+
+@functools.lru_cache(maxsize=None)
+def required_inputs(op):
+    """The array inputs of `op` (an OpDef) that its function has no default for."""
+    if op.variadic:
+        return ()
+    params = inspect.signature(op.fn).parameters
+    return tuple(name for name in op.inputs
+                 if name in params and params[name].default is inspect.Parameter.empty)
 
 
 # the initializer MXNet gives a created parameter in place of the name-suffix rules

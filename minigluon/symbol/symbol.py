@@ -20,6 +20,7 @@ from ..ndarray import operator_methods, registry
 from ..ndarray.ndarray import STORAGE_TYPE_STR_TO_ID
 from ..ndarray.sparse_storage import check_stype
 from . import implicit
+from .graph import CachedGraph
 
 _node_seq = itertools.count()
 _np_class = None   # mx.np's symbol class, registered by mx.np (which sits above symbol)
@@ -31,8 +32,10 @@ def set_np_class(cls):
     _np_class = cls
 
 
-def _auto_name(op_name):
-    return NameManager.current.get(None, op_name.lower().lstrip("_"))
+def _node_name(name, op_name):
+    """The name the current NameManager gives a node: `name` when given (a `Prefix`
+    manager prefixes it), else one made from the op's lower-cased name."""
+    return NameManager.current.get(name, op_name.lower().lstrip("_"))
 
 
 def _num_outputs(op_name, attrs):
@@ -43,6 +46,8 @@ def _num_outputs(op_name, attrs):
         return 2
     if op_name == "BatchNorm" and attrs.get("output_mean_var"):
         return 3
+    if op_name == "_CachedOp":
+        return attrs["graph"].num_outputs
     return 1
 
 
@@ -239,6 +244,9 @@ operator_methods.define(Symbol, _apply, operator_methods.LEGACY, none_check=Fals
 
 
 def _jsonable(value):
+    if isinstance(value, CachedGraph):      # a _CachedOp node's graph, written in place
+        return {"__subgraph__": {"graph": json.loads(value.symbol.tojson()),
+                                 "inputs": value.input_names}}
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -255,6 +263,9 @@ def _jsonable(value):
 
 
 def _from_json(value):
+    if isinstance(value, dict) and "__subgraph__" in value:
+        sub = value["__subgraph__"]
+        return CachedGraph(_from_doc(sub["graph"]), sub["inputs"])
     if isinstance(value, dict):
         return {k: _from_json(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -264,7 +275,10 @@ def _from_json(value):
 
 def load_json(text):
     """Rebuild a Symbol from `Symbol.tojson()` output."""
-    doc = json.loads(text)
+    return _from_doc(json.loads(text))
+
+
+def _from_doc(doc):
     if doc.get("format") != "minigluon-symbol":
         raise MXNetError("not a minigluon symbol file (missing format 'minigluon-symbol')")
     nodes = []
@@ -314,13 +328,17 @@ def Group(symbols):
 
 def _with_params(op, inputs, attrs, name):
     """`inputs` with a new variable `<name>_<input>` for each parameter the layer creates
-    when it is left out (see implicit.py); lr_mult/wd_mult move from attrs onto those."""
+    and each input it needs, when left out (see implicit.py); lr_mult/wd_mult move from
+    attrs onto the parameters' variables."""
     mults = implicit.take_mults(attrs)
     params = implicit.param_inputs(op.name, attrs)
+    needed = implicit.required_inputs(op)
     inputs = list(inputs)
     for pos, input_name in enumerate(op.inputs):
-        if input_name in params and inputs[pos] is None:
-            inputs[pos] = var(f"{name}_{input_name}")
+        if inputs[pos] is not None or (input_name not in params and input_name not in needed):
+            continue
+        inputs[pos] = var(f"{name}_{input_name}")
+        if input_name in params:
             inputs[pos]._outputs[0][0].var_attrs.update(
                 implicit.param_attrs(op.name, input_name, mults))
     return inputs
@@ -343,7 +361,7 @@ def apply_op(op, args, kwargs):
         if len(extra) > len(fn_params):
             raise MXNetError(f"{op.name}: too many positional arguments")
         attrs = dict(zip(fn_params, extra), **attrs)
-    name = name or _auto_name(op.name)
+    name = _node_name(name, op.name)
     inputs = _with_params(op, inputs, attrs, name)
     entries = [_entry_of(x, op.name) for x in inputs]
     node = _Node(op, entries, attrs, name)

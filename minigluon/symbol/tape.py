@@ -3,7 +3,9 @@
 Each tape node keeps the call that made it (`Node.call`: the op, its inputs, its other
 arguments); replaying those calls with `apply_op` on Symbols gives the same graph. Arrays
 the graph reads but did not compute become variables, named as MXNet names them: `var<k>`
-for arrays marked with attach_grad(), `null<k>` for the others.
+for arrays marked with attach_grad(), `null<k>` for the others. A hybridized block's call
+is one `_CachedOp` node holding its graph (or, inlined, its operators one by one; see
+cached_op.py), as in MXNet.
 """
 import itertools
 
@@ -24,15 +26,15 @@ def symbol_of(head):
     def operand(x):
         if x is None or not hasattr(x, "_node"):
             return x     # a literal (scalar) or an absent optional input
-        if x._node is None:
-            return leaf(x)
+        if x._node is None or id(x._node) not in built:
+            return leaf(x)      # not recorded, or a constant from a freed graph
         return built[id(x._node)][x._out_index]
 
     for node in _nodes_in_order(head._node):
         if node.call is None:
-            raise MXNetError(f"autograd.get_symbol: {node.op_name} (a custom Function or a "
-                             "hybridized block) has no operator call to rebuild; record "
-                             "plain operators, or export the block with HybridBlock.export")
+            raise MXNetError(f"autograd.get_symbol: {node.op_name} (a custom Function) has "
+                             "no operator call to rebuild; record plain operators, or a "
+                             "HybridBlock, which becomes one _CachedOp node")
         op, inputs, extra, attrs = node.call[:4]
         built[id(node)] = apply_op(op, [operand(x) for x in inputs] + list(extra),
                                    dict(attrs))

@@ -14,6 +14,16 @@ def test_fully_connected_creates_weight_and_bias():
     assert no_bias.list_arguments() == ["data", "fc2_weight"]
 
 
+def test_a_left_out_required_input_becomes_a_variable_too():
+    conv = mx.sym.Convolution(kernel=(3, 3), num_filter=4, name="c")
+    assert conv.list_arguments() == ["c_data", "c_weight", "c_bias"]
+    assert mx.sym.relu(name="r").list_arguments() == ["r_data"]
+    # an optional input stays absent: SequenceMask's sequence_length
+    assert mx.sym.SequenceMask(name="m").list_arguments() == ["m_data"]
+    with mx.name.Prefix("net_"):
+        assert mx.sym.relu(name="act").list_arguments() == ["net_act_data"]
+
+
 def test_given_parameters_are_kept_and_only_missing_ones_created():
     data, bias = mx.sym.Variable("data"), mx.sym.Variable("b", lr_mult=2.0)
     fc = mx.sym.FullyConnected(data=data, bias=bias, num_hidden=3, name="fc", wd_mult=0.5)

@@ -30,8 +30,8 @@ class ReluPool(nn.HybridBlock):
 
 
 def step_names(net):
-    graph = next(iter(net._cached.values()))[0]
-    return [step[0].name for step in graph.steps]
+    cached_op = next(iter(net._cached.values()))[0]
+    return [step[0].name for step in cached_op.graph.steps]
 
 
 def run(net, x, hybrid):

@@ -50,7 +50,8 @@ class ModifierCell(HybridRecurrentCell):
             return cell.begin_state(batch_size, func, **kwargs)
 
     def forward(self, inputs, states):
-        return self.hybrid_forward(module_of(inputs), inputs, states)
+        with self.name_scope():     # symbols named under this cell's prefix, as when traced
+            return self.hybrid_forward(module_of(inputs), inputs, states)
 
     def hybrid_forward(self, F, inputs, states):
         raise NotImplementedError

@@ -112,8 +112,10 @@ class RecurrentCell(Block):
         return super().__call__(inputs, states)
 
     def _op_name(self, what):
-        """The name of this step's `what` node in a symbolic graph: <prefix>t<step>_<what>."""
-        return f"{self.prefix}t{self._counter}_{what}"
+        """The name of this step's `what` node in a symbolic graph, t<step>_<what>; the
+        cell's forward runs under `mx.name.Prefix(self.prefix)`, which puts the prefix
+        before it (<prefix>t<step>_<what>)."""
+        return f"t{self._counter}_{what}"
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
@@ -212,8 +214,10 @@ class _GatedCell(HybridRecurrentCell):
 
     def _project(self, F, inputs, h, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         rows = self._gates * self._hidden_size
-        i2h = F.FullyConnected(inputs, i2h_weight, i2h_bias, num_hidden=rows)
-        h2h = F.FullyConnected(h, h2h_weight, h2h_bias, num_hidden=rows)
+        i2h = F.FullyConnected(inputs, i2h_weight, i2h_bias, num_hidden=rows,
+                               name=self._op_name("i2h"))
+        h2h = F.FullyConnected(h, h2h_weight, h2h_bias, num_hidden=rows,
+                               name=self._op_name("h2h"))
         return i2h, h2h
 
     def __repr__(self):
