@@ -301,6 +301,13 @@ class KVStoreDist(KVStore):
 
     _barrier = barrier          # MXNet 1.x's name
 
+    def wire_bytes(self):
+        """{'sent': ..., 'received': ...}: the bytes of the messages this worker has sent
+        and received so far (headers and payloads; zmq's few bytes of framing per frame and
+        the liveness heartbeats aside). Shared-memory payloads do not cross a socket and do
+        not count; row_sparse rows always do."""
+        return {"sent": self._van.bytes_sent, "received": self._van.bytes_received}
+
     # ---- init -----------------------------------------------------------------------
     def init(self, key, value):
         """Initialize keys; worker 0's values are used, other workers wait for them."""
@@ -330,6 +337,8 @@ class KVStoreDist(KVStore):
             self._keys[k] = info
 
     def _send_init(self, key, arr, info):
+        if self.rank == 0 and info.row is not None:
+            return self._send_init_rows(key, arr, info)
         flat = _host_flat(arr) if self.rank == 0 else None
         what = f"init of key {key!r}" + ("" if flat is not None else
                                          " (waiting for worker 0 to initialize it)")
@@ -341,6 +350,20 @@ class KVStoreDist(KVStore):
             msg = Message(cmd, key=key, store=self._store, flags=flags, dtype=info.dtype,
                           shape=info.shape, offset=off, length=n, payload=payload)
             reqs.append(self._van.request(server_name(server), msg, what))
+        return reqs
+
+    def _send_init_rows(self, key, arr, info):
+        """Worker 0's INIT of a row_sparse key: each server gets the rows of its range that
+        the value stores (the others start at zero), so the table is never made dense."""
+        ids, data = _rows_on_host(arr, info)
+        reqs = []
+        for server, off, n, first, lo, hi in info.rows_in(ids):
+            payload = [RowIds(ids[lo:hi] - first).encode(),
+                       np.ascontiguousarray(data[lo:hi]).reshape(-1)]
+            msg = Message(Cmd.INIT, key=key, store=self._store,
+                          flags=self._flags | Flag.ROW_SPARSE, dtype=info.dtype,
+                          shape=info.shape, offset=off, length=n, payload=payload)
+            reqs.append(self._van.request(server_name(server), msg, f"init of key {key!r}"))
         return reqs
 
     def _info(self, key, arrays, where, dtype=True):
@@ -383,9 +406,7 @@ class KVStoreDist(KVStore):
         """Send each server the rows of its range that the values touch (a push with no
         rows still counts for the round)."""
         ctx = values[0].context if self._mode.on_device else cpu()
-        merged = as_row_sparse(sum_values(values, ctx))
-        ids = merged.indices.asnumpy()
-        data = merged.data.asnumpy().reshape(ids.size, info.row)
+        ids, data = _rows_on_host(as_row_sparse(sum_values(values, ctx)), info)
         info.pushes += 1
         self._po.clock.saw_push(info.pushes)
         for server, off, n, first, lo, hi in info.rows_in(ids):
@@ -683,6 +704,12 @@ class KVStoreDist(KVStore):
                         (n // info.row if info.row else info.shape[0],) + info.shape[1:]
                     out[key] = _split_state(state, off, n, rows)
         return out
+
+
+def _rows_on_host(rsp, info):
+    """(ids, (k, row length) values) of a RowSparseNDArray, as host arrays."""
+    ids = rsp.indices.asnumpy()
+    return ids, rsp.data.asnumpy().reshape(ids.size, info.row)
 
 
 def _row_of(key, arr):

@@ -37,8 +37,8 @@ from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, Optimizer
 from .modes import from_wire
 from . import safe_pickle
 from .postoffice import PostOffice
-from .server_rows import (Rows, RowsRefused, merge_rows, read_rows, rows_as_dense, take_rows,
-                          update_rows)
+from .server_rows import (Rows, RowsRefused, init_rows, merge_rows, read_rows, rows_as_dense,
+                          take_rows, update_rows)
 from .shm import Segment
 from .throttle import LogThrottle
 from .van import JobAbortedError
@@ -260,7 +260,10 @@ class KVServer:
         if name in self.keys:
             raise _Refused(f"init of key {msg.key!r}: the key is already initialized "
                            f"({self.keys[name].describe()}); a key is initialized once")
-        value = _aligned(msg.array())         # the received buffer becomes the value
+        if msg.flags & Flag.ROW_SPARSE:
+            value = init_rows(msg)            # the rows sent, zeros elsewhere
+        else:
+            value = _aligned(msg.array())     # the received buffer becomes the value
         self.keys[name] = _Key(msg, value)
         self._ack(identity, msg)
         for ident, waiting in self._init_waits.pop(name, []):

@@ -15,8 +15,8 @@ from ..context import cpu
 from ..ndarray.sparse import RowSparseNDArray, RowSparseStorage
 from .wire import row_length
 
-__all__ = ["Rows", "read_rows", "merge_rows", "rows_as_dense", "update_rows", "take_rows",
-           "RowsRefused"]
+__all__ = ["Rows", "read_rows", "init_rows", "merge_rows", "rows_as_dense", "update_rows",
+           "take_rows", "RowsRefused"]
 
 
 class RowsRefused(Exception):
@@ -53,6 +53,18 @@ def read_rows(msg, where):
     if values is not None and not values.flags.aligned:
         values = values.copy()
     return Rows(ids, values)
+
+
+def init_rows(msg):
+    """The flat slice value of a ROW_SPARSE INIT: its rows, zeros elsewhere. np.zeros gets
+    zeroed pages from the OS as they are first written, so a server's memory grows with the
+    rows that are ever written, not with the slice."""
+    rows = read_rows(msg, "init of")
+    value = np.zeros(msg.length, msg.dtype)
+    rows_view = value.reshape(-1, rows.values.shape[1]) if rows.values.shape[1] else value
+    if rows.ids.size:
+        rows_view[rows.ids] = rows.values
+    return value
 
 
 def merge_rows(parts, dtype):
