@@ -58,7 +58,12 @@ def touched_rows(rows, count, seed, power=0.8):
         ranks = np.floor((1 + u * span) ** (1 / (1 - power))).astype(np.int64) - 1
         picked = np.unique(np.concatenate([picked, np.clip(ranks, 0, rows - 1)]))
     ranks = rng.choice(picked, count, replace=False)
-    step = next(p for p in (1000003, 999983, 7) if math.gcd(p, rows) == 1)
+    # rank -> row: multiplying by a number near rows / golden ratio, coprime with rows, is a
+    # bijection that spreads neighbouring ranks over the whole table (and so over both
+    # servers' row ranges) without a table-sized permutation
+    step = int(rows * 0.6180339887)
+    while math.gcd(step, rows) != 1:
+        step += 1
     return np.sort(ranks * step % rows)
 
 
