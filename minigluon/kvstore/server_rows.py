@@ -75,7 +75,8 @@ def merge_rows(parts, dtype):
     ids = unique_ids(np.concatenate([p.ids for p in parts]))
     width = parts[0].values.shape[1]
     values = np.zeros((ids.size, width), dtype)
-    for part in parts:
+    values[np.searchsorted(ids, parts[0].ids)] = parts[0].values
+    for part in parts[1:]:
         # each part's ids are unique: gather, add, scatter (np.take is several times faster
         # than fancy indexing, and `values[where] += ...` gathers by fancy indexing)
         where = np.searchsorted(ids, part.ids)
