@@ -23,7 +23,10 @@ workers):
   scheduler, servers and workers right after, `mxnet_steps_per_s`, `ratio_vs_mxnet`
   (minigluon / MXNet steps per second) and MXNet's peaks. MXNet's servers only accept a
   row_sparse key initialized with every row, so its worker 0 builds and sends the whole
-  table once; minigluon's sends only the rows its initial value stores (none here).
+  table once; minigluon's sends only the rows its initial value stores (none here). As
+  MXNet's servers crash on a 1.28 GB init message, its table is cut into `mxnet_keys`
+  keys of consecutive rows (2 at 10M x 64; see `key_ranges`); every step moves the same
+  rows.
 
     python benchmarks/sparse_kvstore.py [--rows 10000000] [--mxnet-python P]
 """
@@ -43,7 +46,6 @@ import numpy as np
 
 DEADLINE = 900            # seconds for a whole job (start, init, steps, exit)
 BATCHES = 3               # distinct batches each worker cycles through
-KEY = 0
 
 
 # ---- the rows of a batch ----------------------------------------------------------------
@@ -68,25 +70,37 @@ def touched_rows(rows, count, seed, power=0.8):
 
 
 # ---- one worker (runs under minigluon's or MXNet's Python) --------------------------------
+def key_ranges(lib, rows, dim, servers=2):
+    """[(first row, rows)] of the keys that hold the table: one key for minigluon. MXNet
+    1.9.1's servers crash (SIGSEGV) on a row_sparse init message of 1.28 GB (10M x 64 rows
+    over 2 servers) but take 640 MB ones, so its table is cut into keys whose slice per
+    server stays under 1 GiB; a step then pushes and pulls every key in one call each."""
+    per_server = rows * dim * 4 / servers
+    count = 1 if lib == "minigluon" else max(1, math.ceil(per_server / 2**30))
+    bounds = np.linspace(0, rows, count + 1).astype(np.int64)
+    return [(int(a), int(b - a)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 def run_worker(lib, args):
     mx = importlib.import_module(lib)
     kv = mx.kv.create("dist_sync")
-    shape, count = (args.rows, args.dim), max(1, round(args.rows * args.touched))
+    ranges = key_ranges(lib, args.rows, args.dim)
+    keys = list(range(len(ranges)))
+    count = max(1, round(args.rows * args.touched))
     batches = []
     for b in range(BATCHES):
         ids = touched_rows(args.rows, count, seed=[args.seed, kv.rank, b])
         values = np.random.default_rng(b).uniform(-1, 1, (count, args.dim)).astype(np.float32)
-        batches.append((mx.nd.sparse.row_sparse_array((values, ids), shape=shape),
-                        mx.nd.array(ids, dtype="int64")))
-    init_table(mx, kv, lib, shape)
+        batches.append(split_batch(mx, ids, values, ranges, args.dim))
+    init_table(mx, kv, lib, keys, ranges, args.dim)
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1))
-    out = mx.nd.sparse.zeros("row_sparse", shape)
+    outs = [mx.nd.sparse.zeros("row_sparse", (n, args.dim)) for _, n in ranges]
     barrier = getattr(kv, "barrier", None) or kv._barrier         # MXNet 1.x: _barrier
 
     def step(i):
-        grad, row_ids = batches[i % BATCHES]
-        kv.push(KEY, grad)
-        kv.row_sparse_pull(KEY, out=out, row_ids=row_ids)
+        grads, row_ids = batches[i % BATCHES]
+        kv.push(keys, grads)
+        kv.row_sparse_pull(keys, out=outs, row_ids=row_ids)
         mx.nd.waitall()
 
     for i in range(args.warmup):
@@ -103,23 +117,37 @@ def run_worker(lib, args):
     if counted:
         after = counted()
         moved = sum(after[k] - before[k] for k in after) / args.steps
-    assert out.indices.asnumpy().size == count       # the rows asked for came back
+    got = sum(out.indices.asnumpy().size for out in outs)
+    assert got == count, (got, count)                # the rows asked for came back
     barrier()
     print(json.dumps({"rank": kv.rank, "step_s": statistics.median(times), "rows": count,
-                      "bytes_per_step": moved}), flush=True)
+                      "bytes_per_step": moved, "keys": len(keys)}), flush=True)
     wait_for_go()
 
 
-def init_table(mx, kv, lib, shape):
+def split_batch(mx, ids, values, ranges, dim):
+    """([row_sparse gradient per key], [row ids per key]): a batch's rows cut at the keys'
+    row ranges, ids re-based to each key's first row."""
+    grads, row_ids = [], []
+    for first, n in ranges:
+        lo, hi = np.searchsorted(ids, [first, first + n])
+        mine = ids[lo:hi] - first
+        grads.append(mx.nd.sparse.row_sparse_array((values[lo:hi], mine), shape=(n, dim)))
+        row_ids.append(mx.nd.array(mine, dtype="int64"))
+    return grads, row_ids
+
+
+def init_table(mx, kv, lib, keys, ranges, dim):
     """Worker 0's initial value of the table: zeros. minigluon takes a row_sparse value
     storing no row; MXNet's servers need every row of a row_sparse key's first push."""
-    if lib == "mxnet" and kv.rank == 0:
-        value = mx.nd.sparse.row_sparse_array(
-            (np.zeros(shape, np.float32), np.arange(shape[0], dtype=np.int64)), shape=shape)
-    else:
-        value = mx.nd.sparse.zeros("row_sparse", shape)
-    kv.init(KEY, value)
-    del value
+    for key, (_, n) in zip(keys, ranges):
+        if lib == "mxnet" and kv.rank == 0:
+            value = mx.nd.sparse.row_sparse_array(
+                (np.zeros((n, dim), np.float32), np.arange(n, dtype=np.int64)), shape=(n, dim))
+        else:
+            value = mx.nd.sparse.zeros("row_sparse", (n, dim))
+        kv.init(key, value)
+        del value
 
 
 def wait_for_go():
@@ -277,6 +305,7 @@ def main():
         results, peaks = run_job(args.mxnet_python, "mxnet", args)
         theirs = summary(results, peaks, args.dim)
         report.update(mxnet_steps_per_s=theirs["steps_per_s"],
+                      mxnet_keys=results[0]["keys"],
                       ratio_vs_mxnet=round(report["steps_per_s"] / theirs["steps_per_s"], 3),
                       mxnet_worker_peak_mb=theirs["worker_peak_mb"],
                       mxnet_server_peak_mb=theirs["server_peak_mb"])
