@@ -76,7 +76,7 @@ class _Key:
         self.round = 0                  # rounds merged so far (dist_sync)
         self.pushes = []                # this round's pushes: (message, identity, values)
         self.ahead = {}                 # round -> pushes that came early
-        self.pulls = []                 # (identity, PULL message, segment view or None)
+        self.pulls = []                 # (identity, PULL message, dest: see _pull)
         self.trackers = []              # zmq trackers of zero-copy sends of `value`
 
     def describe(self):
@@ -417,9 +417,13 @@ class KVServer:
     # ---- pull -------------------------------------------------------------------------
     def _pull(self, identity, msg):
         state = self._state(msg, "pull from")
+        # dest: the row ids a row pull asks for (read and checked once, now), the view of
+        # the worker's segment to copy into, or None
+        dest = None
         if msg.flags & Flag.ROW_SPARSE:
-            read_rows(msg, "row_sparse_pull from")       # ids fit the slice: checked now
-        dest = self._segment_view(msg) if msg.flags & Flag.SHM else None
+            dest = read_rows(msg, "row_sparse_pull from").ids
+        elif msg.flags & Flag.SHM:
+            dest = self._segment_view(msg)
         if state.mode.sync and msg.version > state.round:
             state.pulls.append((identity, msg, dest))
             return
@@ -431,10 +435,9 @@ class KVServer:
         reply = Message(Cmd.VALUE, key=state.key, store=state.store, req=msg.req,
                         dtype=state.dtype, shape=state.shape, version=state.round,
                         offset=state.offset, length=state.length)
-        if msg.flags & Flag.ROW_SPARSE:
-            ids = read_rows(msg, "row_sparse_pull from").ids
+        if msg.flags & Flag.ROW_SPARSE:             # dest: the row ids asked for
             reply.flags = Flag.ROW_SPARSE
-            reply.payload = [take_rows(value, state.shape, state.length, ids)]
+            reply.payload = [take_rows(value, state.shape, state.length, dest)]
             self.van.reply(identity, reply)
             return
         if dest is not None:
