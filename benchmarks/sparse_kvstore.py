@@ -10,7 +10,8 @@ rare) and are scattered over the table. Every worker cycles through a few such b
 made before the clock starts.
 
 Figures (medians of --steps timed steps after --warmup, each worker; the mean over the
-workers):
+workers; with --repeats N, N rounds of each system's job alternate and the median round
+counts, the peaks being the largest):
 
 - `steps_per_s`: 1 / the median step time;
 - `bytes_per_step`: what one worker's step sent and received over its sockets (the
@@ -28,7 +29,7 @@ workers):
   keys of consecutive rows (2 at 10M x 64; see `key_ranges`); every step moves the same
   rows.
 
-    python benchmarks/sparse_kvstore.py [--rows 10000000] [--mxnet-python P]
+    python benchmarks/sparse_kvstore.py [--rows 10000000] [--repeats 1] [--mxnet-python P]
 """
 import argparse
 import importlib
@@ -276,18 +277,44 @@ def parse_args():
     ap.add_argument("--steps", type=int, default=15, help="timed steps per worker")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rounds of each system's job, alternating (default 1)")
     ap.add_argument("--mxnet-python", default=None,
                     help="a Python with Apache MXNet 1.9.1 to run the same job with")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.rows < 2 or args.dim < 1 or args.workers < 1 or args.steps < 1 \
+    if args.rows < 2 or min(args.dim, args.workers, args.steps, args.repeats) < 1 \
             or args.warmup < 0:
-        ap.error(f"need --rows >= 2, --dim, --workers, --steps >= 1 and --warmup >= 0; got "
-                 f"--rows {args.rows} --dim {args.dim} --workers {args.workers} --steps "
-                 f"{args.steps} --warmup {args.warmup}")
+        ap.error(f"need --rows >= 2, --dim, --workers, --steps, --repeats >= 1 and --warmup "
+                 f">= 0; got --rows {args.rows} --dim {args.dim} --workers {args.workers} "
+                 f"--steps {args.steps} --repeats {args.repeats} --warmup {args.warmup}")
     if not 0 < args.touched <= 0.5:
         ap.error(f"--touched is a share of the rows in (0, 0.5], got {args.touched}")
     return args
+
+
+def rounds(args):
+    """{system: [summary of each round]}: --repeats rounds, minigluon's and MXNet's jobs
+    alternating, so that a change in the machine's load falls on both."""
+    systems = {"minigluon": sys.executable}
+    if args.mxnet_python:
+        systems["mxnet"] = args.mxnet_python
+    got = {name: [] for name in systems}
+    for _ in range(args.repeats):
+        for name, python in systems.items():
+            results, peaks = run_job(python, name, args)
+            got[name].append(dict(summary(results, peaks, args.dim), keys=results[0]["keys"]))
+    return got
+
+
+def merged(runs):
+    """The median steps per second over rounds; the largest peaks; the rest of round 1."""
+    out = dict(runs[0])
+    out["steps_per_s"] = round(statistics.median(r["steps_per_s"] for r in runs), 3)
+    out["rounds_steps_per_s"] = [r["steps_per_s"] for r in runs]
+    for key in ("worker_peak_mb", "server_peak_mb"):
+        out[key] = max(r[key] for r in runs)
+    return out
 
 
 def main():
@@ -297,18 +324,21 @@ def main():
         return
     report = {"benchmark": "sparse_kvstore", "rows": args.rows, "dim": args.dim,
               "touched_fraction": args.touched, "workers": args.workers, "servers": 2,
-              "steps": args.steps, "load_avg_1min": os.getloadavg()[0]}
-    results, peaks = run_job(sys.executable, "minigluon", args)
-    report.update(summary(results, peaks, args.dim))
-    report["table_mb"] = round(args.rows * args.dim * 4 / 2**20)
-    if args.mxnet_python:
-        results, peaks = run_job(args.mxnet_python, "mxnet", args)
-        theirs = summary(results, peaks, args.dim)
+              "steps": args.steps, "repeats": args.repeats,
+              "load_avg_1min": os.getloadavg()[0]}
+    got = rounds(args)
+    ours = merged(got["minigluon"])
+    ours.pop("keys")
+    report.update(ours, table_mb=round(args.rows * args.dim * 4 / 2**20))
+    if "mxnet" in got:
+        theirs = merged(got["mxnet"])
         report.update(mxnet_steps_per_s=theirs["steps_per_s"],
-                      mxnet_keys=results[0]["keys"],
+                      mxnet_rounds_steps_per_s=theirs["rounds_steps_per_s"],
+                      mxnet_keys=theirs["keys"],
                       ratio_vs_mxnet=round(report["steps_per_s"] / theirs["steps_per_s"], 3),
                       mxnet_worker_peak_mb=theirs["worker_peak_mb"],
                       mxnet_server_peak_mb=theirs["server_peak_mb"])
+    report["load_avg_1min_end"] = os.getloadavg()[0]
     print(json.dumps(report))
 
 
