@@ -47,7 +47,7 @@ from .. import config
 from ..autograd import pause
 from ..context import cpu
 from ..ndarray import NDArray
-from ..ndarray.sparse import row_sparse_array
+from ..ndarray.sparse import RowSparseStorage, row_sparse_array
 from ..optimizer import Updater, get_updater
 from .base import KVStore, KVStoreError, check_same_layout
 from .compression import TwoBitCompressor
@@ -301,6 +301,13 @@ class KVStoreDist(KVStore):
 
     _barrier = barrier          # MXNet 1.x's name
 
+    def wire_bytes(self):
+        """{'sent': ..., 'received': ...}: the bytes of the messages this worker has sent
+        and received so far (headers and payloads; zmq's few bytes of framing per frame and
+        the liveness heartbeats aside). Shared-memory payloads do not cross a socket and do
+        not count; row_sparse rows always do."""
+        return {"sent": self._van.bytes_sent, "received": self._van.bytes_received}
+
     # ---- init -----------------------------------------------------------------------
     def init(self, key, value):
         """Initialize keys; worker 0's values are used, other workers wait for them."""
@@ -330,6 +337,8 @@ class KVStoreDist(KVStore):
             self._keys[k] = info
 
     def _send_init(self, key, arr, info):
+        if self.rank == 0 and info.row is not None:
+            return self._send_init_rows(key, arr, info)
         flat = _host_flat(arr) if self.rank == 0 else None
         what = f"init of key {key!r}" + ("" if flat is not None else
                                          " (waiting for worker 0 to initialize it)")
@@ -341,6 +350,20 @@ class KVStoreDist(KVStore):
             msg = Message(cmd, key=key, store=self._store, flags=flags, dtype=info.dtype,
                           shape=info.shape, offset=off, length=n, payload=payload)
             reqs.append(self._van.request(server_name(server), msg, what))
+        return reqs
+
+    def _send_init_rows(self, key, arr, info):
+        """Worker 0's INIT of a row_sparse key: each server gets the rows of its range that
+        the value stores (the others start at zero), so the table is never made dense."""
+        ids, data = _rows_on_host(arr, info)
+        reqs = []
+        for server, off, n, first, lo, hi in info.rows_in(ids):
+            payload = [RowIds(ids[lo:hi] - first).encode(),
+                       np.ascontiguousarray(data[lo:hi]).reshape(-1)]
+            msg = Message(Cmd.INIT, key=key, store=self._store,
+                          flags=self._flags | Flag.ROW_SPARSE, dtype=info.dtype,
+                          shape=info.shape, offset=off, length=n, payload=payload)
+            reqs.append(self._van.request(server_name(server), msg, f"init of key {key!r}"))
         return reqs
 
     def _info(self, key, arrays, where, dtype=True):
@@ -383,9 +406,8 @@ class KVStoreDist(KVStore):
         """Send each server the rows of its range that the values touch (a push with no
         rows still counts for the round)."""
         ctx = values[0].context if self._mode.on_device else cpu()
-        merged = as_row_sparse(sum_values(values, ctx))
-        ids = merged.indices.asnumpy()
-        data = merged.data.asnumpy().reshape(ids.size, info.row)
+        one = values[0] if len(values) == 1 else sum_values(values, ctx)   # copied below
+        ids, data = _rows_on_host(as_row_sparse(one), info)
         info.pushes += 1
         self._po.clock.saw_push(info.pushes)
         for server, off, n, first, lo, hi in info.rows_in(ids):
@@ -520,16 +542,18 @@ class KVStoreDist(KVStore):
                         asked[id(ids)] = (rows, got)
                     todo.append((arr, info, asked[id(ids)]))
             self._van.wait(reqs)
-            for arr, info, (rows, got) in todo:
-                values = got[rows] if info.row is None else got     # whole: take rows
-                arr[:] = row_sparse_array((values.reshape((rows.size,) + info.shape[1:]),
-                                           rows), shape=info.shape, ctx=arr.context,
-                                          dtype=arr.dtype)
+            given = set()                   # row-id arrays an out already holds
+            for arr, info, (rows, got) in todo:        # each out gets arrays of its own
+                values = got[rows] if info.row is None else got.values()   # whole: take rows
+                ids = rows.copy() if id(rows) in given else rows
+                given.add(id(rows))
+                _store_rows(arr, values.reshape((rows.size,) + info.shape[1:]), ids,
+                            info.shape)
 
     def _send_row_pulls(self, info, rows, reqs):
-        """Ask the servers of a row_sparse key for the rows `rows`; the (k, row length)
-        array they will be in."""
-        values = np.zeros((rows.size, info.row), info.dtype)
+        """Ask the servers of a row_sparse key for the rows `rows`; the _RowReplies that
+        will hold their answers."""
+        replies = _RowReplies(info)
         for server, off, n, first, lo, hi in info.rows_in(rows):
             if lo == hi:
                 continue
@@ -537,11 +561,10 @@ class KVStoreDist(KVStore):
                           flags=self._flags | Flag.ROW_SPARSE, dtype=info.dtype,
                           shape=info.shape, version=info.pushes, offset=off, length=n,
                           payload=[RowIds(rows[lo:hi] - first).encode()])
-            fill = functools.partial(_fill_rows, values[lo:hi], info.key)
             reqs.append(self._van.request(server_name(server), msg,
                                           f"row_sparse_pull from key {info.key!r}",
-                                          on_reply=fill))
-        return values
+                                          on_reply=replies.expect(hi - lo)))
+        return replies
 
     def _send_pulls(self, info, dest):
         reqs = []
@@ -685,6 +708,15 @@ class KVStoreDist(KVStore):
         return out
 
 
+def _rows_on_host(rsp, info):
+    """(ids, (k, row length) values) of a RowSparseNDArray, as host arrays of their own:
+    the messages send them without a copy and the caller may change `rsp` at once."""
+    raw = rsp._data
+    ids, data = (np.array(a) if isinstance(a, np.ndarray) else a.get()
+                 for a in (raw.indices, raw.data))
+    return ids.astype(np.int64, copy=False), data.reshape(ids.size, info.row)
+
+
 def _row_of(key, arr):
     """The row length of a row_sparse init value (None for a dense one)."""
     if arr.stype == "default":
@@ -710,13 +742,42 @@ def _split_outs(key, outs, ignore_sparse):
     return dense, sparse
 
 
-def _fill_rows(dest, key, msg):
-    """Copy a row pull's reply into its rows of the destination."""
-    if msg.cmd != Cmd.VALUE or not msg.flags & Flag.ROW_SPARSE or msg.dtype != dest.dtype \
-            or msg.array().size != dest.size:
-        raise KVStoreError(f"row_sparse_pull from key {key!r}: the server answered {msg!r}, "
-                           f"expected {dest.shape[0]} rows of {dest.dtype.name}")
-    np.copyto(dest, msg.array().reshape(dest.shape))
+class _RowReplies:
+    """The answers of the servers to one row pull, in row order: views of the received
+    frames until `values()` joins them (the one copy of the rows on their way in)."""
+
+    def __init__(self, info):
+        self.info, self.parts = info, []
+
+    def expect(self, count):
+        """The on_reply of the next server's answer, which must hold `count` rows."""
+        index = len(self.parts)
+        self.parts.append(None)
+        return functools.partial(self._got, index, count)
+
+    def _got(self, index, count, msg):
+        info = self.info
+        if msg.cmd != Cmd.VALUE or not msg.flags & Flag.ROW_SPARSE or \
+                msg.dtype != info.dtype or msg.array().size != count * info.row:
+            raise KVStoreError(f"row_sparse_pull from key {info.key!r}: the server answered "
+                               f"{msg!r}, expected {count} rows of {info.dtype.name}")
+        self.parts[index] = msg.array().reshape(count, info.row)
+
+    def values(self):
+        if not self.parts:
+            return np.zeros((0, self.info.row), self.info.dtype)
+        return np.concatenate(self.parts)
+
+
+def _store_rows(arr, values, rows, shape):
+    """Make the row_sparse `arr` hold `rows` (sorted ids) with `values`, arrays that no one
+    else holds: a CPU out of their dtype takes them as its storage (no copy); any other
+    gets a copy on its device, in its dtype."""
+    if arr.context.device_type == "cpu" and arr.dtype == values.dtype:
+        arr._data = RowSparseStorage(values, rows, tuple(shape))
+        arr._node, arr._out_index = None, 0
+        return
+    arr[:] = row_sparse_array((values, rows), shape=shape, ctx=arr.context, dtype=arr.dtype)
 
 
 def _fill(dest, key, seg, msg):

@@ -37,8 +37,8 @@ from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, Optimizer
 from .modes import from_wire
 from . import safe_pickle
 from .postoffice import PostOffice
-from .server_rows import (Rows, RowsRefused, merge_rows, read_rows, rows_as_dense, take_rows,
-                          update_rows)
+from .server_rows import (Rows, RowsRefused, init_rows, merge_rows, read_rows, rows_as_dense,
+                          take_rows, update_rows)
 from .shm import Segment
 from .throttle import LogThrottle
 from .van import JobAbortedError
@@ -76,7 +76,7 @@ class _Key:
         self.round = 0                  # rounds merged so far (dist_sync)
         self.pushes = []                # this round's pushes: (message, identity, values)
         self.ahead = {}                 # round -> pushes that came early
-        self.pulls = []                 # (identity, PULL message, segment view or None)
+        self.pulls = []                 # (identity, PULL message, dest: see _pull)
         self.trackers = []              # zmq trackers of zero-copy sends of `value`
 
     def describe(self):
@@ -260,7 +260,10 @@ class KVServer:
         if name in self.keys:
             raise _Refused(f"init of key {msg.key!r}: the key is already initialized "
                            f"({self.keys[name].describe()}); a key is initialized once")
-        value = _aligned(msg.array())         # the received buffer becomes the value
+        if msg.flags & Flag.ROW_SPARSE:
+            value = init_rows(msg)            # the rows sent, zeros elsewhere
+        else:
+            value = _aligned(msg.array())     # the received buffer becomes the value
         self.keys[name] = _Key(msg, value)
         self._ack(identity, msg)
         for ident, waiting in self._init_waits.pop(name, []):
@@ -414,9 +417,13 @@ class KVServer:
     # ---- pull -------------------------------------------------------------------------
     def _pull(self, identity, msg):
         state = self._state(msg, "pull from")
+        # dest: the row ids a row pull asks for (read and checked once, now), the view of
+        # the worker's segment to copy into, or None
+        dest = None
         if msg.flags & Flag.ROW_SPARSE:
-            read_rows(msg, "row_sparse_pull from")       # ids fit the slice: checked now
-        dest = self._segment_view(msg) if msg.flags & Flag.SHM else None
+            dest = read_rows(msg, "row_sparse_pull from").ids
+        elif msg.flags & Flag.SHM:
+            dest = self._segment_view(msg)
         if state.mode.sync and msg.version > state.round:
             state.pulls.append((identity, msg, dest))
             return
@@ -428,10 +435,9 @@ class KVServer:
         reply = Message(Cmd.VALUE, key=state.key, store=state.store, req=msg.req,
                         dtype=state.dtype, shape=state.shape, version=state.round,
                         offset=state.offset, length=state.length)
-        if msg.flags & Flag.ROW_SPARSE:
-            ids = read_rows(msg, "row_sparse_pull from").ids
+        if msg.flags & Flag.ROW_SPARSE:             # dest: the row ids asked for
             reply.flags = Flag.ROW_SPARSE
-            reply.payload = [take_rows(value, state.shape, state.length, ids)]
+            reply.payload = [take_rows(value, state.shape, state.length, dest)]
             self.van.reply(identity, reply)
             return
         if dest is not None:

@@ -13,10 +13,11 @@ import numpy as np
 
 from ..context import cpu
 from ..ndarray.sparse import RowSparseNDArray, RowSparseStorage
+from .rowsparse import unique_ids
 from .wire import row_length
 
-__all__ = ["Rows", "read_rows", "merge_rows", "rows_as_dense", "update_rows", "take_rows",
-           "RowsRefused"]
+__all__ = ["Rows", "read_rows", "init_rows", "merge_rows", "rows_as_dense", "update_rows",
+           "take_rows", "RowsRefused"]
 
 
 class RowsRefused(Exception):
@@ -55,15 +56,33 @@ def read_rows(msg, where):
     return Rows(ids, values)
 
 
+def init_rows(msg):
+    """The flat slice value of a ROW_SPARSE INIT: its rows, zeros elsewhere. np.zeros gets
+    zeroed pages from the OS as they are first written, so a server's memory grows with the
+    rows that are ever written, not with the slice."""
+    rows = read_rows(msg, "init of")
+    value = np.zeros(msg.length, msg.dtype)
+    rows_view = value.reshape(-1, rows.values.shape[1]) if rows.values.shape[1] else value
+    if rows.ids.size:
+        rows_view[rows.ids] = rows.values
+    return value
+
+
 def merge_rows(parts, dtype):
     """The sum of several pushes' Rows (in the order given) over the union of their ids."""
     if len(parts) == 1:
         return parts[0]
-    ids = np.unique(np.concatenate([p.ids for p in parts]))
+    ids = unique_ids(np.concatenate([p.ids for p in parts]))
     width = parts[0].values.shape[1]
     values = np.zeros((ids.size, width), dtype)
-    for part in parts:
-        values[np.searchsorted(ids, part.ids)] += part.values
+    values[np.searchsorted(ids, parts[0].ids)] = parts[0].values
+    for part in parts[1:]:
+        # each part's ids are unique: gather, add, scatter (np.take is several times faster
+        # than fancy indexing, and `values[where] += ...` gathers by fancy indexing)
+        where = np.searchsorted(ids, part.ids)
+        rows = np.take(values, where, axis=0)
+        rows += part.values
+        values[where] = rows
     return Rows(ids, values)
 
 
@@ -81,8 +100,7 @@ def update_rows(updater, key, rows, value, shape, length):
     the flat slice `value` (written in place) as a row_sparse weight storing every row."""
     full = slice_shape(shape, length)
     view = value.reshape(full)
-    weight = RowSparseNDArray(
-        RowSparseStorage(view, np.arange(full[0], dtype=np.int64), full), cpu())
+    weight = RowSparseNDArray(RowSparseStorage(view, _every_row(full[0]), full), cpu())
     grad_values = rows.values.reshape((rows.ids.size,) + full[1:])
     grad = RowSparseNDArray(RowSparseStorage(grad_values, rows.ids, full), cpu())
     stored = weight._data
@@ -93,7 +111,21 @@ def update_rows(updater, key, rows, value, shape, length):
         np.copyto(view, now.to_dense(np).astype(view.dtype, copy=False))
 
 
+_EVERY_ROW = {}        # number of rows -> the read-only ids 0..n-1
+
+
+def _every_row(count):
+    """The ids 0..count-1 of a weight storing every row, made once per slice size (an
+    arange of a slice's millions of rows at every update would cost milliseconds); read-only,
+    so that no updater can change the shared array."""
+    ids = _EVERY_ROW.get(count)
+    if ids is None:
+        ids = _EVERY_ROW[count] = np.arange(count, dtype=np.int64)
+        ids.flags.writeable = False
+    return ids
+
+
 def take_rows(value, shape, length, ids):
     """The rows `ids` of the flat slice `value`, as one contiguous flat array."""
     full = slice_shape(shape, length)
-    return np.ascontiguousarray(value.reshape(full)[ids]).reshape(-1)
+    return np.take(value.reshape(full), ids, axis=0).reshape(-1)

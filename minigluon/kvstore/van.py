@@ -60,6 +60,15 @@ def unlink_ipc_files():
             pass
 
 
+def _frames_bytes(frames):
+    """The bytes in a message's frames (bytes, NumPy arrays, memoryviews or zmq Frames)."""
+    total = 0
+    for frame in frames:
+        size = getattr(frame, "nbytes", None)
+        total += size if size is not None else len(frame)
+    return total
+
+
 class _Prefixed(logging.LoggerAdapter):
     def process(self, msg, kwargs):
         return f"{self.extra['label']} {msg}", kwargs
@@ -144,6 +153,8 @@ class Van:
         self._pending = {}               # (peer, request id) -> _Pending
         self._orphan_errors = []         # failed requests that nobody waits for
         self._refusals = {}              # sender -> messages refused
+        self.bytes_sent = 0              # payload and header bytes of every message this
+        self.bytes_received = 0          # van sent or received (zmq's framing aside)
         self.aborted = None              # the scheduler's reason, once it aborted the job
         self.liveness = None             # liveness(what): raises once the job is lost (ABORT
                                          # received, scheduler silent); see postoffice.py
@@ -325,6 +336,7 @@ class Van:
     def _send(self, sock, frames, msg, track=False):
         if self.log.isEnabledFor(logging.DEBUG):
             self.log.debug("send %r", msg)
+        self.bytes_sent += _frames_bytes(frames)
         return sock.send_multipart(frames, copy=False, track=track)
 
     # ---- receiving --------------------------------------------------------------------
@@ -339,6 +351,7 @@ class Van:
                     frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
                 except zmq.Again:
                     break
+                self.bytes_received += _frames_bytes(frames)
                 self._dispatch(sock, frames)
 
     def _resend(self, timeout_ms):
@@ -347,6 +360,7 @@ class Van:
         for handle, frames in self.resender.due(now):
             self.log.debug("resend request %d to %s (try %d)", handle[1], handle[0],
                            self.resender.sends(handle))
+            self.bytes_sent += _frames_bytes(frames)
             self._peers[handle[0]][0].send_multipart(frames, copy=False)
         due = self.resender.next_due()
         if due is None:
@@ -426,7 +440,9 @@ class Van:
             self._unsolicited(identity, msg)
         elif isinstance(verdict, tuple):
             self.log.debug("duplicate %r from %r: sent its reply again", msg, identity)
-            self._router.send_multipart([identity] + verdict[1])
+            frames = [identity] + verdict[1]
+            self.bytes_sent += _frames_bytes(frames)
+            self._router.send_multipart(frames)
         else:
             self.log.debug("ignored a duplicate %r from %r (%s)", msg, identity, verdict)
 

@@ -11,7 +11,9 @@ the payload frame is its name (a PULL names the segment to fill; its VALUE reply
 carries no frame). With the ROW_SPARSE flag, a PUSH carries two frames, the row ids (a
 `RowIds` body of messages.py, re-based to the first row of the slice) and the values of
 those rows, a PULL one frame of row ids, and its VALUE reply the values of those rows;
-an INIT or INIT_WAIT with the flag says that the key is row_sparse. With the AUTH flag, one more frame follows the payload: the job nonce
+an INIT with the flag carries the ids and values of the rows the initial value stores, as
+a PUSH does (every other row starts at zero), and an INIT_WAIT with the flag says that the
+key is row_sparse. With the AUTH flag, one more frame follows the payload: the job nonce
 and an HMAC-SHA256 of the message (auth.py); the van checks and removes it before
 `decode`.
 
@@ -225,10 +227,11 @@ class Message:
         return np.frombuffer(_as_buffer(self.payload[frame]), dtype=self.dtype)
 
     def rows(self):
-        """(row ids, values as a (k, row length) array) of a ROW_SPARSE PUSH; the ids of a
-        ROW_SPARSE PULL (values None). BodyError if the ids are not sorted and unique."""
+        """(row ids, values as a (k, row length) array) of a ROW_SPARSE PUSH or INIT; the
+        ids of a ROW_SPARSE PULL (values None). BodyError if the ids are not sorted and
+        unique."""
         ids = RowIds.decode(_as_bytes(self.payload[0])).ids
-        if self.cmd != Cmd.PUSH:
+        if self.cmd not in (Cmd.PUSH, Cmd.INIT):
             return ids, None
         return ids, self.array(1).reshape(ids.size, row_length(self.shape))
 
@@ -287,7 +290,7 @@ def row_length(shape):
 
 
 def _check_payload(msg):
-    if msg.flags & Flag.ROW_SPARSE and msg.cmd in (Cmd.PUSH, Cmd.PULL, Cmd.VALUE):
+    if msg.flags & Flag.ROW_SPARSE and msg.cmd in (Cmd.PUSH, Cmd.PULL, Cmd.VALUE, Cmd.INIT):
         _check_rows(msg)
         return
     if msg.flags & Flag.SHM and msg.cmd in (Cmd.PUSH, Cmd.PULL, Cmd.VALUE):
@@ -303,7 +306,7 @@ def _check_payload(msg):
         _check_array(msg)
     elif kind == _NONE and msg.cmd in (Cmd.PULL, Cmd.INIT_WAIT):
         _check_slice(msg)
-    if msg.flags & Flag.ROW_SPARSE and msg.cmd in (Cmd.INIT, Cmd.INIT_WAIT):
+    if msg.flags & Flag.ROW_SPARSE and msg.cmd == Cmd.INIT_WAIT:
         _check_row_slice(msg, f"{msg.cmd.name} of row_sparse key {msg.key!r}")
 
 
@@ -359,7 +362,7 @@ def _check_rows(msg):
     if msg.flags & (Flag.SHM | Flag.COMPRESSED_2BIT):
         raise WireError(f"{what}: rows never travel in shared memory or 2-bit codes")
     row = _check_row_slice(msg, what)
-    want = {Cmd.PUSH: 2, Cmd.PULL: 1, Cmd.VALUE: 1}[msg.cmd]
+    want = {Cmd.PUSH: 2, Cmd.INIT: 2, Cmd.PULL: 1, Cmd.VALUE: 1}[msg.cmd]
     if len(msg.payload) != want:
         raise WireError(f"{what} needs {want} payload frames, got {len(msg.payload)}")
     sizes = [len(f) if not isinstance(f, np.ndarray) else f.nbytes for f in msg.payload]
@@ -372,7 +375,7 @@ def _check_rows(msg):
         raise WireError(f"{what}: {rows} row ids for a slice of {slice_rows} rows")
     values = sizes[-1] if msg.cmd != Cmd.PULL else None
     unit = row * msg.dtype.itemsize
-    if msg.cmd == Cmd.PUSH and values != rows * unit:
+    if msg.cmd in (Cmd.PUSH, Cmd.INIT) and values != rows * unit:
         raise WireError(f"{what}: values of {values} bytes, expected {rows * unit} for "
                         f"{rows} rows of {row} {msg.dtype.name}")
     if msg.cmd == Cmd.VALUE and (values % unit if unit else values):

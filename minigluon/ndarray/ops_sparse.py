@@ -323,3 +323,29 @@ def getnnz_sparse(xp, data, axis=None):
     if axis in (0, -2):
         return xp.bincount(data.indices, minlength=data.shape[1]).astype(np.int64), None
     raise ShapeError(f"getnnz: axis must be None, 0 or 1, got {axis}")
+
+
+# ---- embedding lookups in a row_sparse table -------------------------------------------
+@register_sparse("Embedding")
+def embedding_rsp_weight(xp, data, weight, input_dim=None, output_dim=None, dtype="float32",
+                         sparse_grad=False):
+    """Rows of a row_sparse table (what `Parameter.row_sparse_data` gives) looked up by dense
+    ids, without making the table dense: only the stored rows are read, and a row the table
+    does not store reads as zeros. The gradient is the dense op's (row_sparse with
+    `sparse_grad`)."""
+    if is_sparse(data) or not isinstance(weight, RowSparseStorage) or len(weight.shape) != 2:
+        return NotImplemented
+    # the dense op on a zero-stride stand-in of the table's shape checks the shapes and
+    # gives the backward (which reads only the table's shape and dtype): nothing table-sized
+    # is allocated unless the gradient is dense
+    stand_in = xp.broadcast_to(xp.zeros((1, 1), weight.dtype), weight.shape)
+    _, backward = OPS["Embedding"].fn(xp, data, stand_in, input_dim=input_dim,
+                                      output_dim=output_dim, dtype=dtype,
+                                      sparse_grad=sparse_grad)
+    idx = xp.clip(data.astype(np.int64), 0, weight.shape[0] - 1).reshape(-1)
+    where = xp.searchsorted(weight.indices, idx)
+    found = where < weight.indices.shape[0]
+    found[found] = weight.indices[where[found]] == idx[found]
+    out = xp.zeros((idx.shape[0], weight.shape[1]), weight.dtype)
+    out[found] = weight.data.reshape(-1, weight.shape[1])[where[found]]
+    return out.reshape(tuple(data.shape) + (weight.shape[1],)), backward

@@ -40,9 +40,11 @@ RUNNABLE = {"python": "python", "py": "python", "bash": "shell", "sh": "shell",
 KEYS = ("skip", "output", "excerpt", "args", "expect", "needs", "continues", "setup", "check")
 FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([\w+-]*)")
 MARKER = re.compile(r"<!--\s*doc-test:\s*(\w+)\s*(?::\s*)?(.*?)\s*-->", re.S)
-# the epoch line of every example script (examples/_common.py, epoch_line)
-EPOCH = re.compile(r"worker \d+ epoch \d+: [\d.]+ samples/s, loss ([\d.]+|nan), "
-                   r"train acc [\d.]+, test acc [\d.]+, [\d.]+s, lr [\d.e+-]+")
+# the epoch line of the example scripts: the image classifiers' (examples/_common.py,
+# epoch_line), or sparse_embedding.py's (loss over its data set, steps, rows touched)
+EPOCH = re.compile(r"worker \d+ epoch \d+: (?:[\d.]+ samples/s, loss ([\d.]+|nan), "
+                   r"train acc [\d.]+, test acc [\d.]+, [\d.]+s, lr [\d.e+-]+|"
+                   r"loss ([\d.]+|nan), \d+ steps, \d+ of \d+ rows touched, [\d.]+s)")
 
 
 @dataclass

@@ -114,6 +114,38 @@ kv.barrier()
 """
 
 
+INIT_ROWS = """
+kv = mx.kv.create('dist_sync')          # a fresh store
+# worker 0 initializes a big row_sparse key with 3 stored rows: only they (and their ids)
+# go to the servers, never the dense table; every other row starts at zero
+table = np.zeros((2000, 4), np.float32)
+stored = [1, 1500, 1999]
+table[stored] = np.arange(1, 13).reshape(3, 4)
+before = kv.wire_bytes()
+kv.init('big', nd.sparse.row_sparse_array((table[stored], stored), shape=(2000, 4)))
+init_bytes = kv.wire_bytes()['sent'] - before['sent']
+rows_bytes = 3 * (4 * 4 + 8)                   # values and int64 ids
+HEADERS = 2 * 200                              # one INIT per server: header, ids frame
+if r == 0:
+    assert rows_bytes <= init_bytes < rows_bytes + HEADERS, init_bytes   # dense: 32000
+else:
+    assert init_bytes < HEADERS, init_bytes                           # INIT_WAITs only
+out = nd.sparse.zeros('row_sparse', (2000, 4))
+kv.row_sparse_pull('big', out=out, row_ids=nd.array(np.arange(2000), dtype='int64'))
+np.testing.assert_array_equal(out.asnumpy(), table)
+kv.barrier()
+# a push of 2 rows and a pull of 3 move those rows' bytes and ids, plus headers
+before = kv.wire_bytes()
+kv.push('big', nd.sparse.row_sparse_array((np.ones((2, 4), np.float32), [5 + r, 1600]),
+                                          shape=(2000, 4)))
+kv.row_sparse_pull('big', out=out, row_ids=nd.array([5, 6, 1600], dtype='int64'))
+now = kv.wire_bytes()
+moved = now['sent'] - before['sent'] + now['received'] - before['received']
+assert 2 * 24 + 3 * 24 <= moved < 2 * 24 + 3 * 24 + 6 * 200, moved
+np.testing.assert_array_equal(out.asnumpy()[[5, 6, 1600]], [[1] * 4, [1] * 4, [2] * 4])
+"""
+
+
 ROWOPT = """
 import minigluon as mx
 
@@ -272,8 +304,10 @@ for t in (1, 2):
 def test_exact_rows_bad_rows_and_lazy_updates_dist_sync(tmp_path):
     """One job (cluster start-up is most of a test's time): exact sums and rows (EXACT),
     bad input on a second store after which the servers still serve exactly (BAD), and
-    updates of the touched rows only, one of them failing, on a third store (LAZY)."""
-    _job(tmp_path, "dist_sync", EXACT + BAD + LAZY)
+    updates of the touched rows only, one of them failing, on a third store (LAZY); between
+    them, the init of a row_sparse key and a step send only its stored or touched rows
+    (INIT_ROWS, by the worker's byte counts)."""
+    _job(tmp_path, "dist_sync", EXACT + INIT_ROWS + BAD + LAZY)
 
 
 def test_states_of_row_sparse_keys_split_and_join_in_their_storage_type():

@@ -278,11 +278,12 @@ def raw_tcp(rng, port):
 
 
 def row_message(rng, rows):
-    """A ROW_SPARSE PUSH, PULL or VALUE (or INIT_WAIT) for the row_sparse key described by
-    `rows` ({key, store, shape, parts}), valid or wrong in one of several ways."""
+    """A ROW_SPARSE PUSH, PULL or VALUE (or INIT, INIT_WAIT) for the row_sparse key
+    described by `rows` ({key, store, shape, parts}), valid or wrong in one of several
+    ways."""
     shape, (_, off, n) = rows["shape"], rng.choice(rows["parts"])
     width, have = shape[1], n // shape[1]
-    cmd = rng.choice([Cmd.PUSH, Cmd.PUSH, Cmd.PULL, Cmd.VALUE, Cmd.INIT_WAIT])
+    cmd = rng.choice([Cmd.PUSH, Cmd.PUSH, Cmd.PULL, Cmd.VALUE, Cmd.INIT, Cmd.INIT_WAIT])
     ids = np.unique(np.array([rng.randrange(have) for _ in range(rng.randrange(4))], np.int64))
     flags, nvalues = Flag.SYNC | Flag.ROW_SPARSE, ids.size * width
     id_bytes = RowIds(ids).encode()
@@ -304,6 +305,7 @@ def row_message(rng, rows):
         shape = []
     payload = {Cmd.PUSH: [id_bytes, np.ones(max(nvalues, 0), np.float32)],
                Cmd.PULL: [id_bytes], Cmd.VALUE: [np.ones(max(nvalues, 0), np.float32)],
+               Cmd.INIT: [id_bytes, np.ones(max(nvalues, 0), np.float32)],
                Cmd.INIT_WAIT: []}[cmd]
     if kind == 8:
         payload = payload[:-1] if payload else [id_bytes]               # a frame too few/many

@@ -254,3 +254,30 @@ def test_fully_connected_falls_back_with_sparse_inputs_and_a_column_bias():
                                as_stype(bias, "row_sparse"), num_hidden=8)
     assert out.stype == "default"
     np.testing.assert_allclose(out.asnumpy(), data @ weight.T + bias.T, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("sparse_grad", [True, False])
+def test_embedding_reads_a_row_sparse_table_without_densifying_it(sparse_grad, caplog):
+    """Lookups in a row_sparse table equal those in its dense twin (rows it does not store
+    read as zeros), with no storage fallback; the table's gradient is the dense one."""
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((12, 3)).astype(np.float32)
+    table[[0, 5, 6, 11]] = 0                    # rows the row_sparse table does not store
+    stored = [1, 2, 3, 4, 7, 8, 9, 10]
+    x = mx.nd.array([[1, 4, 5], [7, 7, 11]])
+    results = []
+    for weight in (mx.nd.sparse.row_sparse_array((table[stored], stored), shape=(12, 3)),
+                   mx.nd.array(table)):
+        weight.attach_grad(stype="row_sparse" if sparse_grad else "default")
+        with caplog.at_level("WARNING", logger="minigluon.ndarray"):
+            with mx.autograd.record():
+                out = mx.nd.Embedding(x, weight, input_dim=12, output_dim=3,
+                                      sparse_grad=sparse_grad)
+                loss = (out * out).sum()
+        loss.backward()
+        results.append((out.asnumpy(), weight.grad.asnumpy(), weight.grad.stype))
+    assert "storage fallback" not in caplog.text
+    np.testing.assert_array_equal(results[0][0], table[x.asnumpy().astype(int)])
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6)
+    assert results[0][2] == ("row_sparse" if sparse_grad else "default")
