@@ -416,9 +416,7 @@ def test_row_messages_decode_or_raise_wire_body_or_refusal_errors():
     (and its rows read back within the slice) or raises one of the kvstore's errors."""
     rng = random.Random(SEED)
     outcomes = {"read": 0, "wire": 0, "body": 0, "refused": 0}
-    deadline = time.monotonic() + 10.0
-    for _ in range(3000):
-        assert time.monotonic() < deadline, "the row fuzz ran past its time limit"
+    for _ in range(3000):      # a hang is caught by pytest's timeout; no wall-clock bound
         frames = row_message(rng, ROWS).encode()
         if rng.random() < 0.3:
             head = bytearray(frames[0])
