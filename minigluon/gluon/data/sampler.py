@@ -189,12 +189,16 @@ class BatchSampler(Sampler):
 
 
 class SplitSampler(Sampler):
-    """The indices of part `part_index` of `num_parts` equal parts of `range(length)`.
+    """The indices of part `part_index` of `num_parts` disjoint, equal parts of
+    `range(length)`.
 
-    Every part has `ceil(length / num_parts)` indices, so every worker of a synchronous job
-    runs the same number of steps. When `num_parts` divides `length` the parts are disjoint
-    and together cover each index once; otherwise the (shuffled) index list is padded by
-    wrapping around to its start, so a few indices appear twice in the epoch.
+    Every part has `length // num_parts` indices, so every worker of a synchronous job
+    runs the same number of steps and no sample is read twice in an epoch. The remainder
+    (fewer than `num_parts` indices) is left out of that epoch; with `shuffle` a different
+    remainder is left out each epoch, so over epochs every sample is read. With `pad=True`
+    every part has `ceil(length / num_parts)` indices instead: the (shuffled) index list is
+    padded by wrapping around to its start, so nothing is left out but a few indices
+    appear twice in the epoch (PyTorch's DistributedSampler with `drop_last=False`).
 
     With `shuffle`, all parts cut the same permutation of `range(length)`, drawn from
     `seed` and the epoch, so parts stay disjoint and every worker agrees without talking.
@@ -214,21 +218,34 @@ class SplitSampler(Sampler):
         distributed-training tutorial shuffles too). False gives contiguous parts in order.
     seed : int
         Seed of the shuffle; use the same on every worker.
+    pad : bool
+        Pad the parts up to `ceil(length / num_parts)` by repeating indices instead of
+        leaving the remainder out (default False).
 
     >>> list(SplitSampler(10, num_parts=2, part_index=1, shuffle=False))
     [5, 6, 7, 8, 9]
     >>> list(SplitSampler(5, num_parts=2, part_index=1, shuffle=False))
+    [2, 3]
+    >>> list(SplitSampler(5, num_parts=2, part_index=1, shuffle=False, pad=True))
     [3, 4, 0]
     """
 
-    def __init__(self, length, num_parts=1, part_index=0, shuffle=True, seed=0):
+    def __init__(self, length, num_parts=1, part_index=0, shuffle=True, seed=0, pad=False):
         self._length = _count(length, "length", 0)
         self._num_parts = _count(num_parts, "num_parts", 1)
         self._part_index = _count(part_index, "part_index", 0)
         if self._part_index >= self._num_parts:
             raise ValueError(f"part_index must be in [0, num_parts={self._num_parts}), got "
                              f"{part_index!r}; pass kv.rank and kv.num_workers")
-        self._part_len = -(-self._length // self._num_parts)
+        if not isinstance(pad, (bool, np.bool_)):
+            raise ValueError(f"pad must be True or False, got {pad!r}")
+        if 0 < self._length < self._num_parts and not pad:
+            raise ValueError(f"SplitSampler: {self._length} samples cannot make "
+                             f"{self._num_parts} disjoint non-empty parts; help: use fewer "
+                             "workers, or pass pad=True to repeat samples")
+        self._pad = bool(pad)
+        self._part_len = (-(-self._length // self._num_parts) if pad
+                          else self._length // self._num_parts)
         self._shuffle = shuffle
         self._seed = _count(seed, "seed", 0)
         self._epoch = 0
@@ -265,14 +282,14 @@ class SplitBatchSampler(BatchSampler):
     See `SplitSampler` for how parts are cut and shuffled, and `BatchSampler` for
     `last_batch`.
 
-    >>> s = SplitBatchSampler(10, 2, num_parts=2, part_index=0, shuffle=False)
+    >>> s = SplitBatchSampler(11, 2, num_parts=2, part_index=0, shuffle=False)
     >>> list(s), len(s)
     ([[0, 1], [2, 3], [4]], 3)
     """
 
     def __init__(self, length, batch_size, num_parts=1, part_index=0, last_batch="keep",
-                 shuffle=True, seed=0):
-        super().__init__(SplitSampler(length, num_parts, part_index, shuffle, seed),
+                 shuffle=True, seed=0, pad=False):
+        super().__init__(SplitSampler(length, num_parts, part_index, shuffle, seed, pad),
                          batch_size, last_batch)
 
     def set_epoch(self, epoch):

@@ -67,28 +67,49 @@ def test_rollover_carries_into_next_epoch():
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
-def test_split_sampler_parts(shuffle):
+def test_split_sampler_parts_are_disjoint_and_equal(shuffle):
     for length, parts in itertools.product(range(0, 30), range(1, 6)):
+        if 0 < length < parts:
+            continue                                # refused: see test_bad_arguments
         samplers = [SplitSampler(length, parts, i, shuffle=shuffle, seed=7)
+                    for i in range(parts)]
+        seen = set()
+        for epoch in range(4):
+            got = [list(s) for s in samplers]
+            sizes = {len(g) for g in got} | {len(s) for s in samplers}
+            assert sizes == {length // parts}, (length, parts, sizes)   # equal, len() right
+            flat = [i for g in got for i in g]
+            assert len(set(flat)) == len(flat)                  # disjoint: nothing twice
+            assert set(flat) <= set(range(length))
+            assert len(flat) == length - length % parts         # only the remainder is out
+            seen |= set(flat)
+        if shuffle and length % parts and length >= 3 * parts:
+            assert len(seen) > length - length % parts          # other samples left out
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_split_sampler_pad_covers_everything(shuffle):
+    for length, parts in itertools.product(range(0, 30), range(1, 6)):
+        samplers = [SplitSampler(length, parts, i, shuffle=shuffle, seed=7, pad=True)
                     for i in range(parts)]
         for epoch in range(2):
             got = [list(s) for s in samplers]
             sizes = {len(g) for g in got} | {len(s) for s in samplers}
-            assert len(sizes) == 1, (length, parts, sizes)     # equal counts, len() right
+            assert sizes == {-(-length // parts)}, (length, parts, sizes)
             flat = [i for g in got for i in g]
             assert set(flat) == set(range(length))              # everything is read
-            if length % parts == 0:
-                assert sorted(flat) == list(range(length))       # disjoint
-            else:
-                extra = Counter(flat) - Counter(range(length))
-                assert sum(extra.values()) == len(flat) - length   # only the padding repeats
+            extra = Counter(flat) - Counter(range(length))
+            assert sum(extra.values()) == len(flat) - length    # only the padding repeats
 
 
 def test_split_sampler_unshuffled_is_contiguous():
     assert list(SplitSampler(10, 2, 1, shuffle=False)) == [5, 6, 7, 8, 9]
-    assert [list(SplitSampler(5, 2, i, shuffle=False)) for i in range(2)] == [[0, 1, 2],
-                                                                               [3, 4, 0]]
-    assert [list(SplitSampler(2, 3, i, shuffle=False)) for i in range(3)] == [[0], [1], [0]]
+    # the seed tutorial's SplitSampler: part_len = length // parts, remainder dropped
+    assert [list(SplitSampler(5, 2, i, shuffle=False)) for i in range(2)] == [[0, 1], [2, 3]]
+    assert [list(SplitSampler(5, 2, i, shuffle=False, pad=True)) for i in range(2)] == \
+        [[0, 1, 2], [3, 4, 0]]
+    assert [list(SplitSampler(2, 3, i, shuffle=False, pad=True)) for i in range(3)] == \
+        [[0], [1], [0]]
 
 
 def test_split_sampler_seeded_per_epoch():
@@ -104,7 +125,7 @@ def test_split_sampler_seeded_per_epoch():
 
 @pytest.mark.parametrize("mode", MODES)
 def test_split_batch_sampler_equal_batches_per_part(mode):
-    for length, parts, size in itertools.product((0, 1, 7, 12, 30, 31), (1, 2, 3, 4), (1, 3, 5)):
+    for length, parts, size in itertools.product((0, 4, 7, 12, 30, 31), (1, 2, 3, 4), (1, 3, 5)):
         samplers = [SplitBatchSampler(length, size, parts, i, last_batch=mode, seed=3)
                     for i in range(parts)]
         for epoch in range(3):
@@ -113,9 +134,9 @@ def test_split_batch_sampler_equal_batches_per_part(mode):
             assert len(counts) == 1, (length, parts, size, mode, epoch, counts)
             for _, batches in runs:
                 assert all(1 <= len(b) <= size for b in batches)
-            if length % parts == 0 and mode == "keep":
+            if mode == "keep":
                 flat = sorted(i for _, batches in runs for b in batches for i in b)
-                assert flat == list(range(length))
+                assert len(set(flat)) == len(flat) == length - length % parts
 
 
 def test_split_batch_sampler_agrees_with_split_sampler():
@@ -134,6 +155,8 @@ def test_split_batch_sampler_agrees_with_split_sampler():
     (lambda: BatchSampler(SequentialSampler(3), 2, "drop"), ["last_batch", "'drop'"]),
     (lambda: SplitBatchSampler(10, 2, last_batch="pad"), ["last_batch", "'pad'"]),
     (lambda: SequentialSampler(-1), ["length", "-1"]),
+    (lambda: SplitSampler(2, 3, 0), ["2 samples", "3 disjoint", "pad=True"]),
+    (lambda: SplitSampler(4, 2, 0, pad="yes"), ["pad", "'yes'"]),
 ])
 def test_bad_arguments_name_the_value(make, words):
     with pytest.raises(ValueError) as info:
