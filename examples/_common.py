@@ -17,6 +17,11 @@ import minigluon as mx
 from minigluon import autograd, gluon
 from minigluon.gluon.data import vision
 
+# the kvstore types mx.kv.create knows, aliases included: anything else is a usage error
+KVSTORES = ("local", "device", "dist_sync", "dist_async", "dist_sync_device",
+            "dist_async_device", "dist", "local_allreduce_cpu", "local_allreduce_device")
+MNIST_FILES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+               "t10k-labels-idx1-ubyte"]
 CIFAR_MEAN = [0.4914, 0.4822, 0.4465]
 CIFAR_STD = [0.2023, 0.1994, 0.2010]
 SYNTHETIC_SIZES = {True: 2048, False: 512}      # train, test samples of the generated data
@@ -25,9 +30,9 @@ SYNTHETIC_SIZES = {True: 2048, False: 512}      # train, test samples of the gen
 # ---- flags ---------------------------------------------------------------------------------
 def add_common_args(ap, *, kvstore, epochs, batch_size, lr, wd):
     """Add the flags every example takes; the keyword arguments are their defaults."""
-    ap.add_argument("--kvstore", default=kvstore,
-                    help="local, device, dist_sync, dist_async, dist_sync_device, ... "
-                         f"(default {kvstore})")
+    ap.add_argument("--kvstore", default=kvstore, choices=KVSTORES, metavar="KVSTORE",
+                    help="local, device, dist_sync, dist_async, dist_sync_device or "
+                         f"dist_async_device (default {kvstore})")
     ap.add_argument("--gpus", type=int, default=0,
                     help="GPUs per worker: gpu(0) .. gpu(N-1); MINIGLUON_SIMULATED_GPUS=N "
                          "simulates them")
@@ -78,6 +83,12 @@ def parse(ap):
     if args.gpus and args.cpus:
         ap.error(f"--gpus {args.gpus} and --cpus {args.cpus} both given; a worker trains on "
                  "one kind of device: pass only one of them")
+    if args.gpus > mx.num_gpus():
+        ap.error(f"--gpus {args.gpus}: this machine has {mx.num_gpus()} GPU(s); use at most "
+                 f"that many, or set MINIGLUON_SIMULATED_GPUS={args.gpus} to simulate them")
+    if args.synthetic and args.data_dir:
+        ap.error(f"--synthetic and --data-dir {args.data_dir} both given; pass --data-dir to "
+                 "train on real files, or --synthetic for generated data, not both")
     devices = args.gpus or args.cpus or 1
     if args.batch_size % devices:
         ap.error(f"--batch-size {args.batch_size} does not split evenly over {devices} "
@@ -101,9 +112,7 @@ def default_data_dir(name):
 def mnist(root, download=False):
     """(train, test) MNIST datasets from the IDX files in `root`, or None when absent; with
     `download`, the missing files are fetched first, and None means that failed too."""
-    names = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-             "t10k-labels-idx1-ubyte"]
-    if not download and not all(_exists(os.path.join(root, n)) for n in names):
+    if not download and missing_mnist(root):
         return None
     try:
         return vision.MNIST(root=root, train=True), vision.MNIST(root=root, train=False)
@@ -111,8 +120,26 @@ def mnist(root, download=False):
         return None
 
 
+def missing_mnist(root):
+    """The MNIST IDX files (gzipped or not) that `root` lacks."""
+    return [n + ".gz" for n in MNIST_FILES if not _exists(os.path.join(root, n))]
+
+
 def _exists(path):
     return os.path.exists(path) or os.path.exists(path + ".gz")
+
+
+def no_data_error(script, dataset, root, wanted, fix):
+    """End the program (exit status 1) because --data-dir `root` lacks `dataset`'s files:
+    an explicit folder never falls back to generated data."""
+    sys.exit(f"{script}: error: --data-dir {root!r} has no {dataset} files: it lacks "
+             f"{', '.join(wanted)}.\nhelp: {fix}; or pass --synthetic to train on generated "
+             "data instead")
+
+
+# what `cifar10` looks for, for the error when none is there
+CIFAR_LAYOUTS = ["cifar-10-batches-bin/", "cifar-10-batches-py/",
+                 "train_valid_test/train/ with valid/ or test/"]
 
 
 def cifar10(root):

@@ -87,11 +87,17 @@ def resnet18(num_classes):
 
 # ---- data ------------------------------------------------------------------------------------
 def datasets(args):
-    """(train, test, description): CIFAR-10 from --data-dir, else generated images."""
+    """(train, test, description): CIFAR-10 from --data-dir (an error when absent), else
+    from the default folder, else generated images."""
     root = args.data_dir or _common.default_data_dir("cifar10")
     found = None if args.synthetic else _common.cifar10(root)
     if found is not None:
         return (*found, _common.describe(*found, f"CIFAR-10 from {root}"))
+    if args.data_dir:
+        _common.no_data_error(
+            "cifar10_dist.py", "CIFAR-10", root, _common.CIFAR_LAYOUTS,
+            "put one of those there, or download it: python -c \"import minigluon as mx; "
+            f"mx.gluon.data.vision.CIFAR10(root='{root}')\"")
     if not args.synthetic:
         _common.warn_no_files(
             "cifar10_dist.py", "CIFAR-10", root,

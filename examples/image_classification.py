@@ -59,18 +59,27 @@ def parse_args():
 
 # ---- data ------------------------------------------------------------------------------------
 def datasets(args):
-    """(train, test, description) of --dataset, real files or generated."""
+    """(train, test, description) of --dataset: real files (an error when an explicit
+    --data-dir lacks them) or generated."""
     root = args.data_dir or _common.default_data_dir(args.dataset)
     find = _common.mnist if args.dataset == "mnist" else _common.cifar10
     found = None if args.synthetic else find(root)
     if found is not None:
         return (*found, _common.describe(*found, f"{args.dataset} from {root}"))
+    cls = "MNIST" if args.dataset == "mnist" else "CIFAR10"
+    download = (f"python -c \"import minigluon as mx; mx.gluon.data.vision.{cls}"
+                f"(root='{root}')\"")
+    if args.data_dir:
+        wanted = _common.missing_mnist(root) if args.dataset == "mnist" \
+            else _common.CIFAR_LAYOUTS
+        _common.no_data_error("image_classification.py", args.dataset, root,
+                              wanted or _common.MNIST_FILES,
+                              f"put the files there, or download them: {download}")
     if not args.synthetic:
-        cls = "MNIST" if args.dataset == "mnist" else "CIFAR10"
         _common.warn_no_files(
             "image_classification.py", args.dataset, root,
-            f"pass --data-dir with the files, or download them: python -c \"import minigluon "
-            f"as mx; mx.gluon.data.vision.{cls}(root='{root}')\"; --synthetic silences this")
+            f"pass --data-dir with the files, or download them: {download}; --synthetic "
+            "silences this")
     make = _common.synthetic_digits if args.dataset == "mnist" else _common.synthetic_images
     data = [make(train, args.seed) for train in (True, False)]
     return (*data, _common.describe(*data, f"SYNTHETIC {args.dataset}-shaped images"))

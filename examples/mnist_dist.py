@@ -12,9 +12,10 @@ alone (a dist kvstore then starts its own scheduler and server), or launch a clu
     MINIGLUON_SIMULATED_GPUS=2 python examples/mnist_dist.py --gpus 2 --kvstore device \
         --data-dir ../shared/data/mnist-split
 
---data-dir (default: $MINIGLUON_DATA/mnist, else datasets/mnist) holds the four MNIST IDX
-files, gzipped or not; missing ones are downloaded. When that fails too (no network), it
-says so loudly and trains on generated digits (`gluon.data.vision.SyntheticDigits`)
+--data-dir holds the four MNIST IDX files, gzipped or not; a --data-dir without them is
+an error. Without --data-dir the files are looked for in $MINIGLUON_DATA/mnist, else
+datasets/mnist, and missing ones are downloaded there; when that fails too (no network),
+it says so loudly and trains on generated digits (`gluon.data.vision.SyntheticDigits`)
 instead, as --synthetic asks for.
 """
 import argparse
@@ -42,19 +43,29 @@ def parse_args():
 
 
 def datasets(args):
-    """(train, test, description): MNIST from --data-dir (downloaded when missing), else
-    generated digits."""
+    """(train, test, description): MNIST from --data-dir (an error when its files are
+    missing), else from the default folder (downloaded when missing), else generated
+    digits."""
+    if args.synthetic:
+        data = [_common.synthetic_digits(train, args.seed) for train in (True, False)]
+        return (*data, _common.describe(*data, "SYNTHETIC digits"))
     root = args.data_dir or _common.default_data_dir("mnist")
-    found = None if args.synthetic else _common.mnist(root, download=True)
+    missing = _common.missing_mnist(root) if args.data_dir else []
+    found = None if missing else _common.mnist(root, download=not args.data_dir)
     if found is not None:
         return (*found, _common.describe(*found, f"MNIST from {root}"))
-    if not args.synthetic:
-        _common.warn_no_files(
-            "mnist_dist.py", "MNIST", root,
-            "pass --data-dir with train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
-            "t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz, or run once where the "
-            "network is reachable; --synthetic silences this",
-            why=", and downloading them failed")
+    if args.data_dir:
+        _common.no_data_error(
+            "mnist_dist.py", "MNIST", root, missing or _common.MNIST_FILES,
+            "give the folder of MNIST's four IDX files (e.g. ../shared/data/mnist-split), "
+            f"or download them there: python -c \"import minigluon as mx; "
+            f"mx.gluon.data.vision.MNIST(root='{root}')\"")
+    _common.warn_no_files(
+        "mnist_dist.py", "MNIST", root,
+        "pass --data-dir with train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+        "t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz, or run once where the "
+        "network is reachable; --synthetic silences this",
+        why=", and downloading them failed")
     data = [_common.synthetic_digits(train, args.seed) for train in (True, False)]
     return (*data, _common.describe(*data, "SYNTHETIC digits"))
 

@@ -29,10 +29,28 @@ def read_idx(path):
         return np.frombuffer(f.read(), dtype=np.uint8).reshape(shape)
 
 
+def idx_path(data_dir, name):
+    """`name` in `data_dir`, gzipped or not, or None when it is not there."""
+    for path in (os.path.join(data_dir, name + ".gz"), os.path.join(data_dir, name)):
+        if os.path.exists(path):
+            return path
+    return None
+
+
 def load_split(data_dir, prefix):
-    images = read_idx(os.path.join(data_dir, f"{prefix}-images-idx3-ubyte.gz"))
-    labels = read_idx(os.path.join(data_dir, f"{prefix}-labels-idx1-ubyte.gz"))
+    images = read_idx(idx_path(data_dir, f"{prefix}-images-idx3-ubyte"))
+    labels = read_idx(idx_path(data_dir, f"{prefix}-labels-idx1-ubyte"))
     return images.reshape(len(images), -1).astype(np.float32) / 255.0, labels.astype(np.float32)
+
+
+def check_data_dir(parser, data_dir):
+    """A usage error naming the IDX files that `data_dir` lacks, if any."""
+    names = [f"{p}-{k}-idx{d}-ubyte" for p in ("train", "t10k")
+             for k, d in (("images", 3), ("labels", 1))]
+    missing = [n + ".gz" for n in names if idx_path(data_dir, n) is None]
+    if missing:
+        parser.error(f"--data-dir {data_dir!r} lacks {', '.join(missing)}; help: give the "
+                     "folder of MNIST's four IDX files, e.g. ../shared/data/mnist-split")
 
 
 class MLP:
@@ -79,6 +97,7 @@ def main():
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
+    check_data_dir(parser, args.data_dir)
 
     mx.random.seed(args.seed)
     rng = np.random.default_rng(args.seed)

@@ -34,7 +34,9 @@ from minigluon import autograd, gluon, kv
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kvstore", default="local",
+    ap.add_argument("--kvstore", default="local", metavar="KVSTORE",
+                    choices=("local", "device", "dist_sync", "dist_async", "dist_sync_device",
+                             "dist_async_device", "dist"),
                     help="local, device, dist_sync, dist_async (default local; under "
                          "minigluon-launch use a dist one)")
     ap.add_argument("--rows", type=int, default=20000, help="rows of the embedding table")

@@ -13,15 +13,27 @@ SCRIPT = "image_classification.py"
 
 @pytest.mark.timeout(60)
 def test_alone_with_the_embedded_store_falls_back_loudly(run, tmp_path):
-    empty = tmp_path / "no-data"
-    empty.mkdir()
+    # no --data-dir and nothing in the default folder ($MINIGLUON_DATA/cifar10)
+    empty = tmp_path / "no-data" / "cifar10"
+    empty.mkdir(parents=True)
     job = run(SCRIPT, "--dataset", "cifar10", "--model", "mlp", "--kvstore", "dist_sync",
-              "--data-dir", empty, "--batch-size", 8, "--max-batches", 3)
+              "--batch-size", 8, "--max-batches", 3,
+              env={"MINIGLUON_DATA": str(empty.parent)})
     assert job.returncode == 0, job.text()
     assert f"no cifar10 files in '{empty}'" in job.err
     assert "TRAINING ON SYNTHETIC DATA INSTEAD" in job.err
     assert "worker 0 of 1, kvstore dist_sync" in job.out
     assert sorted(epochs(job.out)) == [(0, e) for e in (1, 2, 3)], job.text()
+
+
+@pytest.mark.timeout(30)
+def test_an_explicit_data_dir_without_the_files_is_an_error(run, tmp_path):
+    job = run(SCRIPT, "--dataset", "cifar10", "--model", "mlp", "--data-dir", tmp_path,
+              "--max-batches", 1, timeout=25)
+    assert job.returncode == 1, job.text()
+    assert f"--data-dir '{tmp_path}' has no cifar10 files: it lacks cifar-10-batches-bin/, " \
+        "cifar-10-batches-py/, train_valid_test/train/ with valid/ or test/." in job.err
+    assert "SYNTHETIC" not in job.out + job.err and "epoch" not in job.out
 
 
 @pytest.mark.timeout(90)

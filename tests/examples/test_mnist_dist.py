@@ -91,10 +91,11 @@ def test_dist_sync_device_on_two_simulated_gpus_reaches_95_percent(run):
 
 @pytest.mark.timeout(90)
 def test_without_the_files_it_says_so_loudly_and_trains_on_generated_digits(run, tmp_path):
-    empty = tmp_path / "no-mnist"
-    empty.mkdir()
-    job = run(SCRIPT, "--data-dir", empty, "--batch-size", 16, "--max-batches", 20,
-              env=NO_DOWNLOADS)
+    # no --data-dir: the default folder ($MINIGLUON_DATA/mnist) is empty, the download fails
+    empty = tmp_path / "no-data" / "mnist"
+    empty.mkdir(parents=True)
+    job = run(SCRIPT, "--batch-size", 16, "--max-batches", 20,
+              env={**NO_DOWNLOADS, "MINIGLUON_DATA": str(empty.parent)})
     assert job.returncode == 0, job.text()
     assert f"mnist_dist.py: no MNIST files in '{empty}', and downloading them failed" \
         in job.err, job.text()
@@ -117,6 +118,35 @@ def test_synthetic_on_two_cpus_under_the_launcher(run):
     assert job.err.count("this data is SYNTHETIC") >= 2       # but still said, per worker
     assert job.out.count("devices [cpu(0), cpu(1)], data: SYNTHETIC digits") == 2, job.text()
     assert sorted(epochs(job.out)) == [(0, 1), (1, 1)], job.text()
+
+
+@pytest.mark.timeout(30)
+def test_an_explicit_data_dir_without_the_files_is_an_error(run, tmp_path):
+    empty = tmp_path / "no-mnist"
+    empty.mkdir()
+    (empty / "train-images-idx3-ubyte.gz").write_bytes(b"")   # one there, three missing
+    job = run(SCRIPT, "--data-dir", empty, "--max-batches", 1, env=NO_DOWNLOADS, timeout=25)
+    assert job.returncode == 1, job.text()
+    assert f"--data-dir '{empty}' has no MNIST files: it lacks train-labels-idx1-ubyte.gz, " \
+        "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz." in job.err, job.text()
+    assert "--synthetic" in job.err and "SYNTHETIC" not in job.out + job.err
+    assert "epoch" not in job.out                               # nothing trained
+    assert sorted(os.listdir(empty)) == ["train-images-idx3-ubyte.gz"]   # nothing fetched
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("flags, words", [
+    (["--kvstore", "dist_foo"], ["argument --kvstore: invalid choice: 'dist_foo'",
+                                 "'dist_sync'", "'dist_async_device'"]),
+    (["--gpus", 3], ["--gpus 3: this machine has 0 GPU(s)", "MINIGLUON_SIMULATED_GPUS=3"]),
+    (["--synthetic", "--data-dir", "somewhere"], ["--synthetic and --data-dir somewhere"]),
+])
+def test_bad_choices_are_usage_errors(run, flags, words):
+    job = run(SCRIPT, *flags, timeout=25, env={"MINIGLUON_SIMULATED_GPUS": "0"})
+    assert job.returncode == 2, job.text()
+    assert "usage: mnist_dist.py" in job.err
+    for w in words:
+        assert w in job.err, job.text()
 
 
 @pytest.mark.timeout(30)
