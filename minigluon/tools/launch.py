@@ -25,6 +25,7 @@ from ..config import ConfigError
 from . import LaunchError, launchers
 from .hosts import read_hostfile
 from .job import Job
+from .jobstate import JobState
 from .launchers import local
 from .ports import PortReservation
 from .procgroup import ProcessGroup
@@ -146,10 +147,17 @@ def build_job(args):
                remote_python=args.remote_python)
 
 
-def launch(args):
-    """Run the job `args` describes; return the launcher's exit status."""
+def launch(args, on_job=None):
+    """Run the job `args` describes; return the launcher's exit status.
+
+    `on_job(job)`, when given, is called before any process starts; `job.state` is the
+    job's JobState (jobstate.py), whose `snapshot()` shows the job while it runs.
+    """
     backend = launchers.get(args.launcher)
     job = build_job(args)
+    job.state = JobState(job.num_workers, job.num_servers)
+    if on_job is not None:
+        on_job(job)
     backend.check(job)
     job.root_uri = backend.scheduler_uri(job)
     backend.prepare(job)
@@ -159,7 +167,7 @@ def launch(args):
         tasks = [local.task(job, "scheduler", "scheduler", host=here)] + backend.tasks(job)
         if args.verbose:
             _describe(job, tasks)
-        with ProcessGroup(grace=job.grace) as group:
+        with ProcessGroup(grace=job.grace, state=job.state) as group:
             for task in tasks:
                 if group.interrupted:
                     break
