@@ -25,9 +25,11 @@ from ..config import ConfigError
 from . import LaunchError, launchers
 from .hosts import read_hostfile
 from .job import Job
+from .jobstate import JobState
 from .launchers import local
 from .ports import PortReservation
 from .procgroup import ProcessGroup
+from .progress import JobBar, wanted
 from .stats import StatsDir, step_time_lines
 from .summary import PROG, render
 
@@ -81,6 +83,8 @@ def build_parser():
     p.add_argument("--shutdown-timeout", type=_positive(float), default=10.0,
                    help="seconds the scheduler and servers get to exit after the last "
                    "worker finished (default 10)")
+    p.add_argument("--no-bar", action="store_true",
+                   help="no job progress bar, even on a terminal (plain lines, as in a pipe)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print where each process runs and its command")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the workers' command")
@@ -146,10 +150,17 @@ def build_job(args):
                remote_python=args.remote_python)
 
 
-def launch(args):
-    """Run the job `args` describes; return the launcher's exit status."""
+def launch(args, on_job=None):
+    """Run the job `args` describes; return the launcher's exit status.
+
+    `on_job(job)`, when given, is called before any process starts; `job.state` is the
+    job's JobState (jobstate.py), whose `snapshot()` shows the job while it runs.
+    """
     backend = launchers.get(args.launcher)
     job = build_job(args)
+    job.state = JobState(job.num_workers, job.num_servers)
+    if on_job is not None:
+        on_job(job)
     backend.check(job)
     job.root_uri = backend.scheduler_uri(job)
     backend.prepare(job)
@@ -159,20 +170,30 @@ def launch(args):
         tasks = [local.task(job, "scheduler", "scheduler", host=here)] + backend.tasks(job)
         if args.verbose:
             _describe(job, tasks)
-        with ProcessGroup(grace=job.grace) as group:
-            for task in tasks:
-                if group.interrupted:
-                    break
-                try:
-                    group.start(task)
-                except OSError as e:
-                    raise LaunchError(f"cannot start {task.label}: {task.argv[0]}: "
-                                      f"{e.strerror}") from None
-            outcome = group.run(shutdown_timeout=args.shutdown_timeout)
+        bar = JobBar(job.state) if wanted(disabled=args.no_bar) else None
+        try:
+            outcome = _supervise(job, tasks, bar, args.shutdown_timeout)
+        finally:
+            if bar is not None:
+                bar.close()
         workers = [f"worker {j}" for j in range(job.num_workers)]
         step_times = step_time_lines(stats.files() + outcome.stats_files, workers)
     sys.stderr.write(render(outcome, step_times))
     return outcome.exit_code
+
+
+def _supervise(job, tasks, bar, shutdown_timeout):
+    """Start `tasks` and supervise them until the job ends; its Outcome."""
+    with ProcessGroup(grace=job.grace, state=job.state, display=bar) as group:
+        for task in tasks:
+            if group.interrupted:
+                break
+            try:
+                group.start(task)
+            except OSError as e:
+                raise LaunchError(f"cannot start {task.label}: {task.argv[0]}: "
+                                  f"{e.strerror}") from None
+        return group.run(shutdown_timeout=shutdown_timeout)
 
 
 def _describe(job, tasks):
