@@ -66,6 +66,13 @@ def test_an_open_writer_is_flushed_not_closed(tmp_path):
     assert [step for step, _ in scalars["epoch/train/accuracy"]] == [0]
 
 
+def test_outside_fit_it_says_where_it_belongs(tmp_path):
+    net = classifier()
+    est = Estimator(net, gluon.loss.SoftmaxCrossEntropyLoss(), trainer=sgd(net))
+    with pytest.raises(RuntimeError, match="pass it to fit"):
+        est.evaluate(loader(), event_handlers=[TensorBoardHandler(logdir=tmp_path)])
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="exactly one of logdir and writer, got logdir=None"):
         TensorBoardHandler()

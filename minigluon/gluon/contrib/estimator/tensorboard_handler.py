@@ -85,31 +85,38 @@ class TensorBoardHandler(TrainBegin, BatchEnd, EpochEnd, TrainEnd):
         self.priority = priority
         self.current_epoch = 0
         self.global_batch = 0
-        self._scalars = []
 
     def train_begin(self, estimator, *args, **kwargs):
         if self._owns_writer:
             self.writer = summary_writer(self.logdir)
-        self._scalars = self.metrics or estimator.train_metrics + estimator.val_metrics
         self.current_epoch = self.global_batch = 0
 
     def batch_end(self, estimator, *args, **kwargs):
         self.global_batch += 1
         if isinstance(self.log_interval, int) and self.global_batch % self.log_interval == 0:
-            training = [m for m in self._scalars if not m.name.startswith("validation")]
+            training = [m for m in self._watched(estimator)
+                        if not m.name.startswith("validation")]
             self._write("batch", training, estimator, self.global_batch)
 
     def epoch_end(self, estimator, *args, **kwargs):
-        self._write("epoch", self._scalars, estimator, self.current_epoch)
+        self._write("epoch", self._watched(estimator), estimator, self.current_epoch)
         self.current_epoch += 1
 
     def train_end(self, estimator, *args, **kwargs):
         if self._owns_writer:
             self.writer.close()
+            self.writer = None
         else:
             self.writer.flush()
 
+    def _watched(self, estimator):
+        return self.metrics or estimator.train_metrics + estimator.val_metrics
+
     def _write(self, section, metrics, estimator, step):
+        if self.writer is None:
+            raise RuntimeError("TensorBoardHandler writes during Estimator.fit, which opens "
+                               "its writer at train begin; help: pass it to fit(), or pass "
+                               "an open writer=SummaryWriter(...) to use it elsewhere")
         for metric in metrics:
             value = float(metric.get()[1])
             # NaN: nothing updated the metric yet (no validation data, say); no point
