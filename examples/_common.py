@@ -247,10 +247,11 @@ class EpochStats:
 
 
 def train_epoch(net, trainer, loss_fn, train_data, ctx, max_batches=None, bar=False,
-                log_interval=0, label="", epoch=None, epochs=None):
+                log_interval=0, label="", epoch=None, epochs=None, curves=None):
     """Train on (at most `max_batches` batches of) `train_data`; a tqdm bar with `bar`, a
-    progress line every `log_interval` batches. Under minigluon-launch each batch is
-    reported (rate-limited) to the launcher's job bar, with `epoch` of `epochs`."""
+    progress line every `log_interval` batches, the loss to `curves` (a `Curves`). Under
+    minigluon-launch each batch is reported (rate-limited) to the launcher's job bar, with
+    `epoch` of `epochs`."""
     metric, total, count, start = mx.metric.Accuracy(), 0.0, 0, time.time()
     steps = steps_per_epoch(train_data, max_batches)
     batches = tqdm(itertools.islice(train_data, steps), total=steps, disable=not bar,
@@ -260,6 +261,8 @@ def train_epoch(net, trainer, loss_fn, train_data, ctx, max_batches=None, bar=Fa
         count += batch[0].shape[0]
         telemetry.report(epoch=epoch, epochs=epochs, step=i, steps=steps,
                          loss=total / count, train_acc=metric.get()[1])
+        if curves is not None:
+            curves.batch(total, count)
         if log_interval and i % log_interval == 0:
             print(f"{label} batch {i}: {count / (time.time() - start):.1f} samples/s, "
                   f"loss {total / count:.4f}, train acc {metric.get()[1]:.4f}", flush=True)
@@ -275,7 +278,7 @@ def check_enough_data(train_data, size, store, batch_size):
     """Exit with a message when this worker's share holds no full batch."""
     if len(train_data) == 0:
         sys.exit(f"worker {store.rank}: its share of the {size} training samples "
-                 f"({-(-size // store.num_workers)} for each of {store.num_workers} workers) "
+                 f"({size // store.num_workers} for each of {store.num_workers} workers) "
                  f"holds no full batch of {batch_size}; use a smaller --batch-size")
 
 
@@ -296,3 +299,67 @@ def epoch_line(rank, epoch, stats, test_acc, lr):
     return (f"worker {rank} epoch {epoch}: {stats.samples / stats.seconds:.1f} samples/s, "
             f"loss {stats.loss:.4f}, train acc {stats.accuracy:.4f}, test acc {test_acc:.4f}, "
             f"{stats.seconds:.1f}s, lr {lr:g}")
+
+
+# ---- TensorBoard curves (--logdir) ---------------------------------------------------------
+def add_logdir_args(ap):
+    """Add --logdir and --logdir-interval (see `Curves`)."""
+    ap.add_argument("--logdir", metavar="DIR",
+                    help="write TensorBoard event files (loss, accuracies, learning rate, "
+                         "samples/s) into DIR; each worker of a job of several writes "
+                         "DIR/worker-<rank>. View with: tensorboard --logdir DIR")
+    ap.add_argument("--logdir-interval", type=int, default=10, metavar="N",
+                    help="with --logdir, write the training loss every N batches (default 10)")
+
+
+class Curves:
+    """The scalars of --logdir: `batch/train_loss` (mean over the last --logdir-interval
+    batches, step = batches trained) and, per epoch (step = epoch), `epoch/train_loss`,
+    `epoch/train_acc`, `epoch/test_acc`, `epoch/learning_rate`, `epoch/samples_per_sec`.
+    Without --logdir, every method does nothing.
+
+    In a job of several workers each writes its own DIR/worker-<rank> (they train on different
+    shares of the data, so their training curves differ); TensorBoard shows one run per
+    worker. A single worker writes DIR itself."""
+
+    def __init__(self, args, rank=0, num_workers=1):
+        self.writer, self.every, self.step = None, args.logdir_interval, 0
+        self._mark = (0.0, 0)               # running (loss sum, samples) at the last point
+        if args.logdir is None:
+            return
+        if self.every < 1:
+            sys.exit(f"--logdir-interval must be at least 1, got {self.every}")
+        logdir = args.logdir if num_workers == 1 else os.path.join(args.logdir,
+                                                                   f"worker-{rank}")
+        from minigluon.gluon.contrib.estimator import summary_writer
+        try:
+            self.writer = summary_writer(logdir, flush_secs=10)
+        except ImportError as err:          # tensorboardX missing: say how to install it
+            sys.exit(f"--logdir {args.logdir}: {err}")
+
+    def batch(self, loss_sum, samples):
+        """After each batch, with the epoch's running loss sum and sample count."""
+        if self.writer is None:
+            return
+        self.step += 1
+        if samples < self._mark[1]:         # a new epoch restarted the running sums
+            self._mark = (0.0, 0)
+        if self.step % self.every == 0:
+            window = (loss_sum - self._mark[0]) / (samples - self._mark[1])
+            self.writer.add_scalar("batch/train_loss", window, self.step)
+            self._mark = (loss_sum, samples)
+
+    def epoch(self, epoch, stats, test_acc, lr):
+        """After each epoch, with its `EpochStats`."""
+        if self.writer is None:
+            return
+        for tag, value in (("train_loss", stats.loss), ("train_acc", stats.accuracy),
+                           ("test_acc", test_acc), ("learning_rate", lr),
+                           ("samples_per_sec", stats.samples / stats.seconds)):
+            self.writer.add_scalar(f"epoch/{tag}", value, epoch)
+        self.writer.flush()
+        self._mark = (0.0, 0)
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()

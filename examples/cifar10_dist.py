@@ -32,6 +32,7 @@ def parse_args():
     ap.add_argument("--lr-period", type=int, default=80,
                     help="multiply the learning rate by --lr-decay every this many epochs")
     ap.add_argument("--lr-decay", type=float, default=0.1)
+    _common.add_logdir_args(ap)
     args = _common.parse(ap)
     if args.lr_period < 1 or not 0 < args.lr_decay <= 1:
         ap.error(f"--lr-period must be at least 1 and --lr-decay in (0, 1], got "
@@ -149,15 +150,18 @@ def main():
                             {"learning_rate": args.lr, "momentum": 0.9, "wd": args.wd,
                              "lr_scheduler": schedule}, kvstore=store)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    curves = _common.Curves(args, store.rank, store.num_workers)
     for epoch in range(1, args.epochs + 1):
         mx.random.seed(args.seed + epoch)        # the augmentations of this epoch
         stats = _common.train_epoch(net, trainer, loss_fn, train_data, ctx, args.max_batches,
                                     bar=_common.show_bar(store), epoch=epoch,
-                                    epochs=args.epochs)
+                                    epochs=args.epochs, curves=curves)
         test_acc = _common.evaluate(net, test_data, ctx, args.max_batches)
         print(_common.epoch_line(store.rank, epoch, stats, test_acc,
                                  schedule(epoch * steps)), flush=True)
         _common.report_epoch(epoch, args.epochs, stats, test_acc)
+        curves.epoch(epoch, stats, test_acc, schedule(epoch * steps))
+    curves.close()
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ def parse_args():
                     help="after each epoch, worker 0 writes PATH, PATH.states and PATH.json")
     ap.add_argument("--resume", metavar="PATH",
                     help="continue from what --save-params PATH wrote")
+    _common.add_logdir_args(ap)
     args = _common.parse(ap)
     try:
         args.net = vision.get_model(args.model, classes=10)
@@ -179,18 +180,22 @@ def main():
           f"model {args.model}, data: {source}", flush=True)
     net, trainer = build(args, ctx, store, done)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    curves = _common.Curves(args, store.rank, store.num_workers)
     for epoch in range(done + 1, args.epochs + 1):
         mx.random.seed(args.seed + epoch)       # each epoch's randomness, resumed or not
         sampler.set_epoch(epoch)
         stats = _common.train_epoch(net, trainer, loss_fn, train_data, ctx, args.max_batches,
                                     _common.show_bar(store), args.log_interval,
-                                    f"worker {store.rank} epoch {epoch}", epoch, args.epochs)
+                                    f"worker {store.rank} epoch {epoch}", epoch, args.epochs,
+                                    curves)
         test_acc = _common.evaluate(net, test_data, ctx, args.max_batches)
         print(_common.epoch_line(store.rank, epoch, stats, test_acc, trainer.learning_rate),
               flush=True)
         _common.report_epoch(epoch, args.epochs, stats, test_acc)
+        curves.epoch(epoch, stats, test_acc, trainer.learning_rate)
         if args.save_params and store.rank == 0:
             save_checkpoint(args.save_params, net, trainer, epoch, args)
+    curves.close()
 
 
 if __name__ == "__main__":

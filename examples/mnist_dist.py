@@ -39,6 +39,7 @@ def parse_args():
                             wd=1e-4)
     _common.add_lr_schedule_args(ap, period=1, decay=0.25, warmup=0.25)
     ap.add_argument("--momentum", type=float, default=0.9)
+    _common.add_logdir_args(ap)
     return _common.parse(ap)
 
 
@@ -101,14 +102,17 @@ def main():
                             {"learning_rate": args.lr, "momentum": args.momentum,
                              "wd": args.wd, "lr_scheduler": schedule}, kvstore=store)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    curves = _common.Curves(args, store.rank, store.num_workers)
     for epoch in range(1, args.epochs + 1):
         stats = _common.train_epoch(net, trainer, loss_fn, train_data, ctx, args.max_batches,
                                     bar=_common.show_bar(store), epoch=epoch,
-                                    epochs=args.epochs)
+                                    epochs=args.epochs, curves=curves)
         test_acc = _common.evaluate(net, test_data, ctx, args.max_batches)
         print(_common.epoch_line(store.rank, epoch, stats, test_acc,
                                  schedule(epoch * updates)), flush=True)
         _common.report_epoch(epoch, args.epochs, stats, test_acc)
+        curves.epoch(epoch, stats, test_acc, schedule(epoch * updates))
+    curves.close()
 
 
 if __name__ == "__main__":

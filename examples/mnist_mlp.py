@@ -5,6 +5,9 @@ so it is the smallest complete training loop minigluon runs. Reads the standard 
 (train-images-idx3-ubyte.gz, ...) from --data-dir.
 
     python examples/mnist_mlp.py --data-dir ../shared/data/mnist-split --epochs 3
+
+--logdir DIR writes the loss, the accuracies, the learning rate and samples/s as TensorBoard
+event files (`tensorboard --logdir DIR` shows them; needs `pip install "minigluon[tensorboard]"`).
 """
 import argparse
 import gzip
@@ -16,6 +19,8 @@ import numpy as np
 
 import minigluon as mx
 from minigluon import autograd, nd
+
+import _common
 
 
 def read_idx(path):
@@ -96,6 +101,7 @@ def main():
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=42)
+    _common.add_logdir_args(parser)
     args = parser.parse_args()
     check_data_dir(parser, args.data_dir)
 
@@ -109,10 +115,12 @@ def main():
     updater = mx.optimizer.get_updater(
         mx.optimizer.create("sgd", learning_rate=args.lr, momentum=0.9, wd=1e-4,
                             rescale_grad=1.0 / args.batch_size))
-    loss_metric = mx.metric.Loss()
+    loss_metric, train_acc = mx.metric.Loss(), mx.metric.Accuracy()
+    curves = _common.Curves(args)
     for epoch in range(args.epochs):
         start = time.time()
         loss_metric.reset()
+        train_acc.reset()
         for xb, yb in batches(train_x, train_y, args.batch_size, rng):
             data, label = nd.array(xb, ctx=ctx), nd.array(yb, ctx=ctx)
             with autograd.record():
@@ -122,9 +130,15 @@ def main():
             for i, name in enumerate(names):
                 updater(i, net.params[name].grad, net.params[name])
             loss_metric.update(None, [loss])
+            train_acc.update([label], [logits])
+            curves.batch(loss_metric.sum_metric, loss_metric.num_inst)
         acc = evaluate(net, test_x, test_y, ctx)
         print(f"epoch {epoch + 1}: train loss {loss_metric.get()[1]:.4f}, "
               f"test accuracy {acc:.4f}, {time.time() - start:.1f}s", flush=True)
+        curves.epoch(epoch + 1, _common.EpochStats(loss_metric.get()[1], train_acc.get()[1],
+                                                   loss_metric.num_inst, time.time() - start),
+                     acc, args.lr)
+    curves.close()
 
 
 if __name__ == "__main__":
