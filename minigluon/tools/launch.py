@@ -13,16 +13,19 @@ what failed first. The exit status is the first failure's (0 when all succeed). 
 docs/launch.md.
 """
 import argparse
+import contextlib
 import os
 import re
 import secrets
 import signal
 import socket
 import sys
+import time
 
 from .. import config
 from ..config import ConfigError
 from . import LaunchError, launchers
+from .dashboard import DEFAULT_HOST, Dashboard, looks_like_address, parse_address
 from .hosts import read_hostfile
 from .job import Job
 from .launchers import local
@@ -81,6 +84,10 @@ def build_parser():
     p.add_argument("--shutdown-timeout", type=_positive(float), default=10.0,
                    help="seconds the scheduler and servers get to exit after the last "
                    "worker finished (default 10)")
+    p.add_argument("--dashboard", nargs="?", const=f"{DEFAULT_HOST}:0", metavar="[HOST:]PORT",
+                   help="serve the job's live page (nodes, step times, bandwidth, curves) and "
+                   "print its address; default 127.0.0.1 and a free port; off loopback the "
+                   "address carries a token derived from the job's secret")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print where each process runs and its command")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the workers' command")
@@ -90,6 +97,10 @@ def build_parser():
 def parse_args(argv=None):
     p = build_parser()
     args = p.parse_args(argv)
+    if args.dashboard is not None and not looks_like_address(args.dashboard):
+        # `--dashboard python train.py`: the optional value was the command's first word
+        args.command = [args.dashboard] + args.command
+        args.dashboard = f"{DEFAULT_HOST}:0"
     if args.command[:1] == ["--"]:
         args.command = args.command[1:]
     if not args.command:
@@ -153,13 +164,16 @@ def launch(args):
     backend.check(job)
     job.root_uri = backend.scheduler_uri(job)
     backend.prepare(job)
-    with PortReservation(args.port) as port, StatsDir() as stats:
+    group = ProcessGroup(grace=job.grace)
+    snapshot = _processes_snapshot(job, group, time.time())
+    with PortReservation(args.port) as port, StatsDir() as stats, \
+            _dashboard(args.dashboard, snapshot, job.secret):
         job.port, job.stats = port, stats
         here = "localhost" if args.launcher == "local" else socket.gethostname()
         tasks = [local.task(job, "scheduler", "scheduler", host=here)] + backend.tasks(job)
         if args.verbose:
             _describe(job, tasks)
-        with ProcessGroup(grace=job.grace) as group:
+        with group:
             for task in tasks:
                 if group.interrupted:
                     break
@@ -173,6 +187,39 @@ def launch(args):
         step_times = step_time_lines(stats.files() + outcome.stats_files, workers)
     sys.stderr.write(render(outcome, step_times))
     return outcome.exit_code
+
+
+def _dashboard(address, snapshot, secret):
+    """The job's live page, serving from `with` to the job's end (or nothing when
+    --dashboard is not given); its address is printed, with the token where one is needed."""
+    if address is None:
+        return contextlib.nullcontext()
+    host, port = parse_address(address)
+    board = Dashboard(snapshot, host, port, secret=secret)
+    sys.stderr.write(f"{PROG}: live page at {board.url}\n")
+    sys.stderr.flush()
+    return board
+
+
+def _processes_snapshot(job, group, started):
+    """A snapshot() of what the launcher itself knows: its processes and whether they run."""
+    def snapshot():
+        nodes = [_node(m) for m in list(group.members)]
+        return {"time": time.time(), "elapsed_s": time.time() - started,
+                "num_workers": job.num_workers, "num_servers": job.num_servers,
+                "progress": {"epoch": None, "epochs": None, "step": 0, "steps_per_epoch": None,
+                             "samples_per_s": None, "eta_s": None, "slowest_worker": None},
+                "nodes": nodes, "workers": [], "servers": [], "curves": {}}
+    return snapshot
+
+
+def _node(member):
+    task, code = member.task, member.returncode
+    _, _, rank = task.label.partition(" ")
+    state = "up" if code is None else "done" if code == 0 or member.stopped else "failed"
+    return {"label": task.label, "role": task.role, "rank": int(rank) if rank.isdigit() else None,
+            "host": task.host, "pid": member.popen.pid, "state": state,
+            "last_heartbeat_age_s": None}
 
 
 def _describe(job, tasks):
