@@ -19,6 +19,7 @@ from .. import kvstore as kvs
 from .. import optimizer as opt
 from ..base import MXNetError
 from ..kvstore.modes import mode_of
+from ..tools import telemetry
 from ..ndarray import NDArray
 from .parameter import Parameter, ParameterDict
 
@@ -297,6 +298,7 @@ class Trainer:
         self._prepare()
         self._check_ready("step")
         self._check_fresh(ignore_stale_grad)     # before the store applies any update
+        telemetry.worker().add_samples(batch_size)  # before the pushes that end the step
         self._allreduce_grads()
         self._update()
 
@@ -315,6 +317,7 @@ class Trainer:
         self._check_not_on_kvstore("update")
         self._check_ready("update")
         self._check_fresh(ignore_stale_grad)
+        telemetry.worker().add_samples(batch_size)
         self._check_and_rescale_grad(self._scale / batch_size)
         self._update()
 

@@ -35,6 +35,7 @@ import zmq
 from .. import config
 from ..config import ConfigError
 from .liveness import abort_payload, describe
+from ..tools import telemetry
 from .messages import BodyError, NodeLost, NodeTable, Registration, Text
 from .postoffice import resolve
 from .throttle import LogThrottle
@@ -125,6 +126,7 @@ class Scheduler:
         self._timeout = config.ps_heartbeat_timeout() if config.ps_heartbeat_interval() else 0
         self._deadline = time.monotonic() + config.kvstore_timeout()   # for rendezvous
         self._complaints = LogThrottle(self.van.log, "bad requests")
+        self._telemetry = telemetry.Sender("nodes", telemetry.NODE_INTERVAL)
         self._handlers = {Cmd.REGISTER: self._register, Cmd.BARRIER: self._barrier_in,
                           Cmd.FINALIZE: self._finalize, Cmd.HEARTBEAT: self._heartbeat}
 
@@ -148,6 +150,7 @@ class Scheduler:
                     self.van.log.warning("the process that started this job is gone; exiting")
                     return 1
                 self._check_liveness()
+                self._report()
             return self._status
         finally:
             self._complaints.flush()
@@ -157,6 +160,17 @@ class Scheduler:
     def _role(self, role, state=None):
         return [n for n in self._nodes.values()
                 if n.role == role and (state is None or n.state == state)]
+
+    def _report(self):
+        """Under minigluon-launch: the node table and heartbeat ages, once a second."""
+        if not self._telemetry.due():
+            return
+        now = time.monotonic()
+        self._telemetry.send({"nodes": [
+            {"role": n.role, "rank": n.rank if n.rank is not None else n.info.rank_hint,
+             "host": n.info.host, "pid": n.info.pid, "state": n.state,
+             "age_s": round(now - n.seen, 3), "steps": n.steps}
+            for n in self._nodes.values()]})
 
     # ---- liveness ---------------------------------------------------------------------
     def _heartbeat(self, identity, msg):

@@ -30,6 +30,7 @@ from .. import config
 from ..context import cpu
 from ..ndarray import NDArray
 from ..optimizer import OptimizerError, get_updater
+from ..tools import telemetry
 from .base import KVStoreError
 from .liveness import describe
 from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, OptimizerBlob,
@@ -104,6 +105,13 @@ class _Key:
         return spare
 
 
+def _payload_bytes(data):
+    """Bytes of a push's values (an array, or Rows) or of a reply frame, for telemetry."""
+    if isinstance(data, Rows):
+        return sum(getattr(a, "nbytes", 0) for a in (data.ids, data.values) if a is not None)
+    return int(getattr(data, "nbytes", 0))
+
+
 class KVServer:
     """One server of a job.
 
@@ -128,6 +136,8 @@ class KVServer:
         self._workers = {}             # identity -> rank of the job's workers
         self._lost = {}                # rank -> why a worker was dropped (dist_async)
         self._complaints = LogThrottle(self.van.log, "refused requests")
+        self._telemetry = telemetry.Sender("server", telemetry.NODE_INTERVAL)
+        self.push_bytes = self.pull_bytes = 0     # payload bytes taken and sent, shm too
 
     @property
     def num_workers(self):
@@ -143,6 +153,8 @@ class KVServer:
                 self.van.poll(200)
                 self._check_parent()
                 self.po.check_alive("requests (serving the workers)")
+                self._telemetry.send({"push_bytes": self.push_bytes,
+                                      "pull_bytes": self.pull_bytes})
             return 0
         except KVStoreError as err:          # aborted, or no scheduler to register with
             self.van.log.error("%s", str(err).removeprefix(f"{self.van.label} "))
@@ -290,6 +302,7 @@ class KVServer:
         shared memory (the worker reuses the segment after the reply)."""
         state = self._state(msg, "push to")
         entry = (msg, identity, self._push_data(msg))
+        self.push_bytes += _payload_bytes(entry[2])
         (self._push_sync if state.mode.sync else self._push_async)(state, entry)
 
     def _push_async(self, state, entry):
@@ -438,8 +451,10 @@ class KVServer:
         if msg.flags & Flag.ROW_SPARSE:             # dest: the row ids asked for
             reply.flags = Flag.ROW_SPARSE
             reply.payload = [take_rows(value, state.shape, state.length, dest)]
+            self.pull_bytes += sum(_payload_bytes(p) for p in reply.payload)
             self.van.reply(identity, reply)
             return
+        self.pull_bytes += value.nbytes
         if dest is not None:
             np.copyto(dest, value)
             reply.flags = Flag.SHM

@@ -4,7 +4,8 @@ A step is one push round: the step count is the number of pushes of the key push
 (gluon.Trainer.step pushes every parameter once, so this counts Trainer steps whatever the
 number of keys). The count rides on every heartbeat and on finalize, so the scheduler can
 tell that dist_sync workers ran different numbers of steps; the times between successive
-step boundaries feed the launcher's end-of-job summary (MINIGLUON_LAUNCH_STATS_DIR).
+step boundaries feed the launcher's end-of-job summary (MINIGLUON_LAUNCH_STATS_DIR), and,
+under minigluon-launch, its live progress bar (tools/telemetry.py).
 
 >>> clock = StepClock()
 >>> clock.saw_push(1); clock.saw_push(1); clock.saw_push(2)   # two steps
@@ -17,6 +18,8 @@ import socket
 import statistics
 import time
 from array import array
+
+from ..tools import telemetry
 
 __all__ = ["StepClock"]
 
@@ -34,9 +37,11 @@ class StepClock:
         if pushes <= self.count:
             return
         now = time.monotonic()
-        if self._boundary is not None:
-            self._durations.append(now - self._boundary)
+        duration = None if self._boundary is None else now - self._boundary
+        if duration is not None:
+            self._durations.append(duration)
         self._boundary, self.count = now, pushes
+        telemetry.worker().on_step(pushes, duration)
 
     def stats(self):
         """{steps, step_time_median_s, step_time_mean_s, step_time_max_s} (times are None

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .hosts import place
+from .telemetry import ENV as TELEMETRY_ENV
 
 GUARD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
 DEFAULT_ROLE_CODE = "import minigluon"  # a scheduler or server serves when it imports us
@@ -33,6 +34,8 @@ class Job:
     sync_dst_dir: Optional[str] = None
     remote_python: Optional[str] = None
     stats: Optional[object] = None  # stats.StatsDir: the local workers' step-time folders
+    state: Optional[object] = None  # jobstate.JobState: the live picture, fed by telemetry
+    telemetry: bool = True          # processes write telemetry lines (telemetry.py)
 
     def placements(self, hosts):
         """Servers and workers on `hosts`, cycling as the FAQ describes."""
@@ -42,7 +45,8 @@ class Job:
         """The DMLC_* variables of one process (`role` None: all but DMLC_ROLE).
 
         MINIGLUON_LAUNCH_RANK is the rank in the process's `[worker 1]` prefix; the
-        kvstore assigns `kv.rank` itself at rendezvous.
+        kvstore assigns `kv.rank` itself at rendezvous. MINIGLUON_LAUNCH_TELEMETRY=1 asks
+        for the telemetry lines the launcher's progress bar is made of.
         """
         env = {"DMLC_PS_ROOT_URI": self.root_uri, "DMLC_PS_ROOT_PORT": str(self.port),
                "DMLC_NUM_SERVER": str(self.num_servers),
@@ -51,6 +55,8 @@ class Job:
             env["DMLC_ROLE"] = role
         if rank is not None:
             env["MINIGLUON_LAUNCH_RANK"] = str(rank)
+        if self.telemetry:
+            env[TELEMETRY_ENV] = "1"
         if self.interface:
             env["DMLC_INTERFACE"] = self.interface
         elif node_host:

@@ -20,7 +20,6 @@ import secrets
 import signal
 import socket
 import sys
-import time
 
 from .. import config
 from ..config import ConfigError
@@ -28,6 +27,7 @@ from . import LaunchError, launchers
 from .dashboard import DEFAULT_HOST, Dashboard, looks_like_address, parse_address
 from .hosts import read_hostfile
 from .job import Job
+from .jobstate import JobState
 from .launchers import local
 from .ports import PortReservation
 from .procgroup import ProcessGroup
@@ -157,23 +157,28 @@ def build_job(args):
                remote_python=args.remote_python)
 
 
-def launch(args):
-    """Run the job `args` describes; return the launcher's exit status."""
+def launch(args, on_job=None):
+    """Run the job `args` describes; return the launcher's exit status.
+
+    `on_job(job)`, when given, is called before any process starts; `job.state` is the
+    job's JobState (jobstate.py), whose `snapshot()` shows the job while it runs.
+    """
     backend = launchers.get(args.launcher)
     job = build_job(args)
+    job.state = JobState(job.num_workers, job.num_servers)
+    if on_job is not None:
+        on_job(job)
     backend.check(job)
     job.root_uri = backend.scheduler_uri(job)
     backend.prepare(job)
-    group = ProcessGroup(grace=job.grace)
-    snapshot = _processes_snapshot(job, group, time.time())
     with PortReservation(args.port) as port, StatsDir() as stats, \
-            _dashboard(args.dashboard, snapshot, job.secret):
+            _dashboard(args.dashboard, job.state.snapshot, job.secret):
         job.port, job.stats = port, stats
         here = "localhost" if args.launcher == "local" else socket.gethostname()
         tasks = [local.task(job, "scheduler", "scheduler", host=here)] + backend.tasks(job)
         if args.verbose:
             _describe(job, tasks)
-        with group:
+        with ProcessGroup(grace=job.grace, state=job.state) as group:
             for task in tasks:
                 if group.interrupted:
                     break
@@ -199,27 +204,6 @@ def _dashboard(address, snapshot, secret):
     sys.stderr.write(f"{PROG}: live page at {board.url}\n")
     sys.stderr.flush()
     return board
-
-
-def _processes_snapshot(job, group, started):
-    """A snapshot() of what the launcher itself knows: its processes and whether they run."""
-    def snapshot():
-        nodes = [_node(m) for m in list(group.members)]
-        return {"time": time.time(), "elapsed_s": time.time() - started,
-                "num_workers": job.num_workers, "num_servers": job.num_servers,
-                "progress": {"epoch": None, "epochs": None, "step": 0, "steps_per_epoch": None,
-                             "samples_per_s": None, "eta_s": None, "slowest_worker": None},
-                "nodes": nodes, "workers": [], "servers": [], "curves": {}}
-    return snapshot
-
-
-def _node(member):
-    task, code = member.task, member.returncode
-    _, _, rank = task.label.partition(" ")
-    state = "up" if code is None else "done" if code == 0 or member.stopped else "failed"
-    return {"label": task.label, "role": task.role, "rank": int(rank) if rank.isdigit() else None,
-            "host": task.host, "pid": member.popen.pid, "state": state,
-            "last_heartbeat_age_s": None}
 
 
 def _describe(job, tasks):

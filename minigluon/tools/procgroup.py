@@ -20,6 +20,7 @@ from functools import partial
 from typing import Callable, Optional
 
 from .guard import STATS_MARKER, Lines, arm_for_parent, describe
+from .telemetry import split_line
 
 TAIL_LINES = 15
 EXIT_MARKER = b"@@minigluon-exit "  # written by mpi_role, read here, never shown
@@ -134,10 +135,15 @@ class ProcessGroup:
 
     Use as a context manager: SIGINT, SIGTERM and SIGHUP are caught while inside, so that
     a signal to the launcher becomes an orderly stop of the whole job.
+
+    `state` (a jobstate.JobState) is told of every start and exit and gets every telemetry
+    line (never shown); `display` (progress.JobBar) writes the shown lines instead of
+    plain writes, and its `tick()` runs every pass of the supervising loop.
     """
 
-    def __init__(self, grace=3.0, stdout=None, stderr=None):
+    def __init__(self, grace=3.0, stdout=None, stderr=None, state=None, display=None):
         self.grace = grace
+        self.state, self.display = state, display
         self.members = []
         self.interrupted = None
         self._out = stdout or sys.stdout.buffer
@@ -175,6 +181,8 @@ class ProcessGroup:
             preexec_fn=partial(arm_for_parent, os.getpid()))
         member = Member(task, popen)
         self.members.append(member)
+        if self.state is not None:
+            self.state.process_started(task.label, task.role, task.host, popen.pid)
         if task.stdin_line is not None:
             _quiet(popen.stdin.write, task.stdin_line)
             _quiet(popen.stdin.flush)
@@ -195,6 +203,8 @@ class ProcessGroup:
         while True:
             self._pump(0.05)
             self._reap()
+            if self.display is not None:
+                self.display.tick()
             first = next((m for m in self._exit_order if m.failed), None)
             if self.interrupted or first:
                 return self._finish(first)
@@ -244,6 +254,8 @@ class ProcessGroup:
         for m in self.members:
             if m.returncode is None and m.popen.poll() is not None:
                 self._exit_order.append(m)
+                if self.state is not None:
+                    self.state.process_exited(m.task.label, m.returncode, m.stopped)
                 # Whatever it left in its group goes too. Now, not later: once the group
                 # is empty its number may be reused, and by then it is no longer ours.
                 m.kill_group()
@@ -274,22 +286,33 @@ class ProcessGroup:
             if line.startswith(STATS_MARKER):
                 self._record_stats(member, line)
                 continue
-            if member.task.demux:
-                match = _LABEL.match(line)
-                label = match.group(1).decode() if match else member.task.label
-                if not match:
-                    line = b"[%s] %s" % (member.task.label.encode(), line)
-            else:
-                label = member.task.label
-                line = b"[%s] %s" % (label.encode(), line)
+            match = _LABEL.match(line) if member.task.demux else None
+            label = match.group(1).decode() if match else member.task.label
+            line = self._telemetry(label, line[match.end():] if match else line)
+            if line is None:
+                continue
+            line = b"[%s] %s" % (label.encode(), line)
             self._tails[label].append(line.decode("utf-8", "replace"))
             shown.append(line + b"\n")
         if shown:
-            try:
-                out.write(b"".join(shown))
+            self._write(out, b"".join(shown))
+
+    def _telemetry(self, label, text):
+        """The part of `text` to show, once a telemetry message in it went to the state."""
+        shown, message = split_line(text)
+        if message is not None and self.state is not None:
+            self.state.feed(label, message)
+        return shown
+
+    def _write(self, out, data):
+        try:
+            if self.display is not None:
+                self.display.write(out, data)
+            else:
+                out.write(data)
                 out.flush()
-            except (BrokenPipeError, ValueError):
-                pass  # nobody reads our output any more; the job goes on
+        except (BrokenPipeError, ValueError):
+            pass  # nobody reads our output any more; the job goes on
 
     def _record_report(self, line):
         try:
