@@ -31,7 +31,7 @@ def main():
     truth = np.random.RandomState(0).randn(10, 3)  # the same task on every worker
     net = gluon.nn.Dense(3)
     net.initialize(mx.init.Normal(0.1))
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5}, kvstore=kv)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, kvstore=kv)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     for epoch in range(1, args.epochs + 1):
         for step in range(1, args.steps_per_epoch + 1):
