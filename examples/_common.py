@@ -16,6 +16,7 @@ from tqdm import tqdm
 import minigluon as mx
 from minigluon import autograd, gluon
 from minigluon.gluon.data import vision
+from minigluon.tools import telemetry
 
 CIFAR_MEAN = [0.4914, 0.4822, 0.4465]
 CIFAR_STD = [0.2023, 0.1994, 0.2010]
@@ -219,9 +220,10 @@ class EpochStats:
 
 
 def train_epoch(net, trainer, loss_fn, train_data, ctx, max_batches=None, bar=False,
-                log_interval=0, label=""):
+                log_interval=0, label="", epoch=None, epochs=None):
     """Train on (at most `max_batches` batches of) `train_data`; a tqdm bar with `bar`, a
-    progress line every `log_interval` batches."""
+    progress line every `log_interval` batches. Under minigluon-launch each batch is
+    reported (rate-limited) to the launcher's job bar, with `epoch` of `epochs`."""
     metric, total, count, start = mx.metric.Accuracy(), 0.0, 0, time.time()
     steps = steps_per_epoch(train_data, max_batches)
     batches = tqdm(itertools.islice(train_data, steps), total=steps, disable=not bar,
@@ -229,6 +231,8 @@ def train_epoch(net, trainer, loss_fn, train_data, ctx, max_batches=None, bar=Fa
     for i, batch in enumerate(batches, 1):
         total += train_batch(batch, ctx, net, trainer, loss_fn, metric)
         count += batch[0].shape[0]
+        telemetry.report(epoch=epoch, epochs=epochs, step=i, steps=steps,
+                         loss=total / count, train_acc=metric.get()[1])
         if log_interval and i % log_interval == 0:
             print(f"{label} batch {i}: {count / (time.time() - start):.1f} samples/s, "
                   f"loss {total / count:.4f}, train acc {metric.get()[1]:.4f}", flush=True)
@@ -249,8 +253,15 @@ def check_enough_data(train_data, size, store, batch_size):
 
 
 def show_bar(store):
-    """A progress bar on worker 0 only, and only when a person is watching."""
-    return store.rank == 0 and sys.stdout.isatty()
+    """A progress bar on worker 0 only, and only when a person is watching; none under
+    minigluon-launch, whose own bar shows the whole job."""
+    return store.rank == 0 and sys.stdout.isatty() and not telemetry.enabled()
+
+
+def report_epoch(epoch, epochs, stats, test_acc):
+    """Under minigluon-launch: the epoch's results, for the job bar and its curves."""
+    telemetry.report(epoch=epoch, epochs=epochs, loss=stats.loss, train_acc=stats.accuracy,
+                     test_acc=test_acc, epoch_end=True)
 
 
 def epoch_line(rank, epoch, stats, test_acc, lr):

@@ -146,10 +146,12 @@ def main():
     for epoch in range(1, args.epochs + 1):
         mx.random.seed(args.seed + epoch)        # the augmentations of this epoch
         stats = _common.train_epoch(net, trainer, loss_fn, train_data, ctx, args.max_batches,
-                                    bar=_common.show_bar(store))
+                                    bar=_common.show_bar(store), epoch=epoch,
+                                    epochs=args.epochs)
         test_acc = _common.evaluate(net, test_data, ctx, args.max_batches)
         print(_common.epoch_line(store.rank, epoch, stats, test_acc,
                                  schedule(epoch * steps)), flush=True)
+        _common.report_epoch(epoch, args.epochs, stats, test_acc)
 
 
 if __name__ == "__main__":

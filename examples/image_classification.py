@@ -175,10 +175,11 @@ def main():
         sampler.set_epoch(epoch)
         stats = _common.train_epoch(net, trainer, loss_fn, train_data, ctx, args.max_batches,
                                     _common.show_bar(store), args.log_interval,
-                                    f"worker {store.rank} epoch {epoch}")
+                                    f"worker {store.rank} epoch {epoch}", epoch, args.epochs)
         test_acc = _common.evaluate(net, test_data, ctx, args.max_batches)
         print(_common.epoch_line(store.rank, epoch, stats, test_acc, trainer.learning_rate),
               flush=True)
+        _common.report_epoch(epoch, args.epochs, stats, test_acc)
         if args.save_params and store.rank == 0:
             save_checkpoint(args.save_params, net, trainer, epoch, args)
 

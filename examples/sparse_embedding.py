@@ -30,6 +30,7 @@ import numpy as np
 
 import minigluon as mx
 from minigluon import autograd, gluon, kv
+from minigluon.tools import telemetry
 
 
 def parse_args():
@@ -161,9 +162,13 @@ def main():
     for epoch in range(1, args.epochs + 1):
         start = time.perf_counter()
         steps, touched = train_epoch(args, net, trainer, loss_fn, data, epoch, store)
-        print(f"worker {store.rank} epoch {epoch}: loss {full_loss(net, loss_fn, *data):.6f}, "
+        loss = full_loss(net, loss_fn, *data)
+        print(f"worker {store.rank} epoch {epoch}: loss {loss:.6f}, "
               f"{steps} steps, {touched} of {args.rows} rows touched, "
               f"{time.perf_counter() - start:.2f}s", flush=True)
+        # for minigluon-launch's job bar (silent otherwise)
+        telemetry.report(epoch=epoch, epochs=args.epochs, steps=steps, loss=loss,
+                         epoch_end=True)
     print(f"worker {store.rank} final loss {full_loss(net, loss_fn, *data):.6f}", flush=True)
 
 

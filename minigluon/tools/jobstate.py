@@ -242,6 +242,8 @@ class JobState:
         now = self._mono()
         if self._history and self._history[-1][1] == lead.position:
             return
+        if self._history and self._history[-1][1] > lead.position:
+            self._history.clear()      # a worker heard from late was behind: start again
         self._history.append((now, lead.position))
         while len(self._history) > 2 and self._history[1][0] < now - RATE_WINDOW_S:
             self._history.popleft()

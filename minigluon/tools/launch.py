@@ -31,6 +31,7 @@ from .jobstate import JobState
 from .launchers import local
 from .ports import PortReservation
 from .procgroup import ProcessGroup
+from .progress import JobBar, wanted
 from .stats import StatsDir, step_time_lines
 from .summary import PROG, render
 
@@ -88,6 +89,8 @@ def build_parser():
                    help="serve the job's live page (nodes, step times, bandwidth, curves) and "
                    "print its address; default 127.0.0.1 and a free port; off loopback the "
                    "address carries a token derived from the job's secret")
+    p.add_argument("--no-bar", action="store_true",
+                   help="no job progress bar, even on a terminal (plain lines, as in a pipe)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print where each process runs and its command")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the workers' command")
@@ -178,16 +181,12 @@ def launch(args, on_job=None):
         tasks = [local.task(job, "scheduler", "scheduler", host=here)] + backend.tasks(job)
         if args.verbose:
             _describe(job, tasks)
-        with ProcessGroup(grace=job.grace, state=job.state) as group:
-            for task in tasks:
-                if group.interrupted:
-                    break
-                try:
-                    group.start(task)
-                except OSError as e:
-                    raise LaunchError(f"cannot start {task.label}: {task.argv[0]}: "
-                                      f"{e.strerror}") from None
-            outcome = group.run(shutdown_timeout=args.shutdown_timeout)
+        bar = JobBar(job.state) if wanted(disabled=args.no_bar) else None
+        try:
+            outcome = _supervise(job, tasks, bar, args.shutdown_timeout)
+        finally:
+            if bar is not None:
+                bar.close()
         workers = [f"worker {j}" for j in range(job.num_workers)]
         step_times = step_time_lines(stats.files() + outcome.stats_files, workers)
     sys.stderr.write(render(outcome, step_times))
@@ -204,6 +203,20 @@ def _dashboard(address, snapshot, secret):
     sys.stderr.write(f"{PROG}: live page at {board.url}\n")
     sys.stderr.flush()
     return board
+
+
+def _supervise(job, tasks, bar, shutdown_timeout):
+    """Start `tasks` and supervise them until the job ends; its Outcome."""
+    with ProcessGroup(grace=job.grace, state=job.state, display=bar) as group:
+        for task in tasks:
+            if group.interrupted:
+                break
+            try:
+                group.start(task)
+            except OSError as e:
+                raise LaunchError(f"cannot start {task.label}: {task.argv[0]}: "
+                                  f"{e.strerror}") from None
+        return group.run(shutdown_timeout=shutdown_timeout)
 
 
 def _describe(job, tasks):

@@ -174,8 +174,9 @@ class WorkerProgress:
         start, samples0, steps, seconds = self._window
         elapsed = self._clock() - start
         fields = {"gstep": self.gstep, "samples": self.samples,
+                  # not before a whole step was timed: a window of one push is no rate
                   "samples_per_s": (self.samples - samples0) / elapsed
-                  if elapsed > 0 and self.samples > samples0 else None,
+                  if steps and elapsed > 0 else None,
                   "step_time_s": seconds / steps if steps else None,
                   **self.script}
         if self._step_anchor is not None:
