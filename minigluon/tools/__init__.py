@@ -5,6 +5,7 @@
 - `mpi_role`: turns an MPI or Slurm rank into a DMLC role inside ``mpirun``/``srun``.
 - `guard`: the supervisor each launched process runs under, so none outlives the launcher.
 - `stats`: the workers' step-time files and the end-of-job table made from them.
+- `dashboard`: the job's live page (``minigluon-launch --dashboard``, docs/dashboard.md).
 - `doctor`: ``python -m minigluon.tools.doctor`` checks hosts, ports, addresses, versions and
   clocks before a job, running `probe` on each host.
 """

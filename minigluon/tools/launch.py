@@ -13,6 +13,7 @@ what failed first. The exit status is the first failure's (0 when all succeed). 
 docs/launch.md.
 """
 import argparse
+import contextlib
 import os
 import re
 import secrets
@@ -23,6 +24,7 @@ import sys
 from .. import config
 from ..config import ConfigError
 from . import LaunchError, launchers
+from .dashboard import DEFAULT_HOST, Dashboard, looks_like_address, parse_address
 from .hosts import read_hostfile
 from .job import Job
 from .jobstate import JobState
@@ -83,6 +85,10 @@ def build_parser():
     p.add_argument("--shutdown-timeout", type=_positive(float), default=10.0,
                    help="seconds the scheduler and servers get to exit after the last "
                    "worker finished (default 10)")
+    p.add_argument("--dashboard", nargs="?", const=f"{DEFAULT_HOST}:0", metavar="[HOST:]PORT",
+                   help="serve the job's live page (nodes, step times, bandwidth, curves) and "
+                   "print its address; default 127.0.0.1 and a free port; off loopback the "
+                   "address carries a token derived from the job's secret")
     p.add_argument("--no-bar", action="store_true",
                    help="no job progress bar, even on a terminal (plain lines, as in a pipe)")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -94,6 +100,10 @@ def build_parser():
 def parse_args(argv=None):
     p = build_parser()
     args = p.parse_args(argv)
+    if args.dashboard is not None and not looks_like_address(args.dashboard):
+        # `--dashboard python train.py`: the optional value was the command's first word
+        args.command = [args.dashboard] + args.command
+        args.dashboard = f"{DEFAULT_HOST}:0"
     if args.command[:1] == ["--"]:
         args.command = args.command[1:]
     if not args.command:
@@ -164,7 +174,8 @@ def launch(args, on_job=None):
     backend.check(job)
     job.root_uri = backend.scheduler_uri(job)
     backend.prepare(job)
-    with PortReservation(args.port) as port, StatsDir() as stats:
+    with PortReservation(args.port) as port, StatsDir() as stats, \
+            _dashboard(args.dashboard, job.state.snapshot, job.secret):
         job.port, job.stats = port, stats
         here = "localhost" if args.launcher == "local" else socket.gethostname()
         tasks = [local.task(job, "scheduler", "scheduler", host=here)] + backend.tasks(job)
@@ -180,6 +191,18 @@ def launch(args, on_job=None):
         step_times = step_time_lines(stats.files() + outcome.stats_files, workers)
     sys.stderr.write(render(outcome, step_times))
     return outcome.exit_code
+
+
+def _dashboard(address, snapshot, secret):
+    """The job's live page, serving from `with` to the job's end (or nothing when
+    --dashboard is not given); its address is printed, with the token where one is needed."""
+    if address is None:
+        return contextlib.nullcontext()
+    host, port = parse_address(address)
+    board = Dashboard(snapshot, host, port, secret=secret)
+    sys.stderr.write(f"{PROG}: live page at {board.url}\n")
+    sys.stderr.flush()
+    return board
 
 
 def _supervise(job, tasks, bar, shutdown_timeout):
