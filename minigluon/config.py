@@ -101,6 +101,12 @@ def ext_force_fallback():
     return env_flag("MINIGLUON_EXT_FALLBACK", False)
 
 
+def mp_opencv_num_threads():
+    """OpenCV threads in a forked child such as a DataLoader worker
+    (MXNET_MP_OPENCV_NUM_THREADS, default 0 = no OpenCV thread pool, as in MXNet)."""
+    return env_int("MXNET_MP_OPENCV_NUM_THREADS", 0, minimum=0)
+
+
 def data_dir():
     """The folder that holds one sub-folder per data set (MINIGLUON_DATA), or None."""
     raw = os.environ.get("MINIGLUON_DATA", "").strip()

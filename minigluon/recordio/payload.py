@@ -58,19 +58,17 @@ def unpack(s):
     return header, s
 
 
-def pack_img(header, img, quality=95, img_fmt=None):
+def pack_img(header, img, quality=95, img_fmt=".jpg"):
     """Encode image `img` (HxW or HxWxC uint8, BGR channel order as with OpenCV) and pack it
     with `header`.
 
-    `img_fmt` is '.jpg' (needs Pillow), '.png', '.ppm' or '.npy'. The default is '.jpg' when
-    Pillow is importable and '.png' otherwise (MXNet always defaults to '.jpg'). For PNG,
-    `quality` is the zlib level 0-9 (larger values mean the default level).
+    `img_fmt` is a file extension OpenCV writes ('.jpg', as in MXNet, '.png', ...). For
+    JPEG `quality` is the JPEG quality; for PNG the zlib level 0-9 (larger values mean
+    OpenCV's default level).
 
     >>> rec = pack_img(IRHeader(0, 3.0, 0, 0), bgr_array, img_fmt='.png')
     """
     from .. import image
-    if img_fmt is None:
-        img_fmt = ".jpg" if image.pillow_available() else ".png"
     arr = np.asarray(img.asnumpy() if hasattr(img, "asnumpy") else img)
     if arr.ndim == 3 and arr.shape[2] in (3, 4):
         arr = arr[:, :, [2, 1, 0] + ([3] if arr.shape[2] == 4 else [])]   # BGR(A) -> RGB(A)

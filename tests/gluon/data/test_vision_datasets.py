@@ -13,7 +13,9 @@ import pytest
 
 import minigluon as mx
 from minigluon import image, recordio
+from minigluon import gluon
 from minigluon.gluon.data import vision
+from minigluon.gluon.data.vision import transforms
 from minigluon.gluon.data.vision.datasets import downloads as ds   # download, digests, errors
 
 MNIST_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data",
@@ -243,6 +245,30 @@ def test_image_folder_dataset(tmp_path):
     with pytest.warns(UserWarning):
         gray = vision.ImageFolderDataset(str(tmp_path), flag=0, transform=lambda d, l: d)[0]
     assert gray.shape == (5, 6, 1)
+
+
+def test_image_folder_of_jpeg_files_through_transforms_and_workers(tmp_path):
+    yy, xx = np.mgrid[0:40, 0:50]
+    smooth = {}
+    for cls in ("a", "b"):
+        (tmp_path / cls).mkdir()
+        for i in range(3):
+            img = np.stack([xx * 5, yy * 6, (xx + yy + 40 * i) % 256], axis=2).astype(np.uint8)
+            (tmp_path / cls / f"{i}.jpg").write_bytes(image.imencode(img, ".jpg", quality=95))
+            smooth[(cls, i)] = img
+    data = vision.ImageFolderDataset(str(tmp_path))
+    assert len(data) == 6 and data.synsets == ["a", "b"]
+    img, label = data[4]
+    assert label == 1 and img.shape == (40, 50, 3)
+    assert np.abs(img.asnumpy().astype(int) - smooth[("b", 1)]).mean() < 2
+    pipeline = transforms.Compose([transforms.RandomResizedCrop(16),
+                                   transforms.RandomFlipLeftRight(), transforms.ToTensor()])
+    loader = gluon.data.DataLoader(data.transform_first(pipeline), batch_size=3,
+                                   num_workers=2)
+    batches = list(loader)
+    assert [b[0].shape for b in batches] == [(3, 3, 16, 16)] * 2
+    labels = np.concatenate([b[1].asnumpy() for b in batches])
+    assert sorted(labels.tolist()) == [0] * 3 + [1] * 3
 
 
 def test_image_record_dataset(tmp_path):

@@ -1,9 +1,9 @@
 """Image transforms for datasets (`gluon.data.vision.transforms`), as in MXNet 1.x.
 
 Each transform is a Block that takes an NDArray image, HWC uint8 unless said otherwise, and
-returns a new NDArray. They compute with NumPy on the CPU data directly, which is what keeps
-a per-image pipeline in the tens of microseconds. Random transforms draw from minigluon's
-seeded random state, so `mx.random.seed(n)` makes them repeat.
+returns a new NDArray. They compute with NumPy, and resize with OpenCV through `mx.image`,
+on the CPU data directly, which keeps the per-image overhead small. Random transforms draw
+from minigluon's seeded random state, so `mx.random.seed(n)` makes them repeat.
 
 Out of scope: hybridizing transforms (they run imperatively; hybridize() changes nothing
 and a Symbol input is refused); they do not go through `mx.nd.image` operators as in MXNet.
@@ -183,7 +183,7 @@ class Resize(_NumpyTransform, Block):
     keep_ratio : bool
         With an int `size`, resize the shorter edge to `size` and keep the aspect ratio.
     interpolation : int
-        OpenCV code: 0 nearest, 1 bilinear (default), 2 bicubic, 3 area.
+        OpenCV code: 0 nearest, 1 bilinear (default), 2 bicubic, 3 area, 4 Lanczos.
     """
 
     def __init__(self, size, keep_ratio=False, interpolation=1):

@@ -61,7 +61,8 @@ class ImageFolderDataset(Dataset):
         Called as `transform(data, label)`.
     """
 
-    _exts = (".jpg", ".jpeg", ".png", ".ppm", ".pgm", ".npy")
+    _exts = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm",
+             ".pgm", ".pbm", ".pnm")
 
     def __init__(self, root, flag=1, transform=None):
         self._root = os.path.expanduser(root)
