@@ -171,12 +171,13 @@ class WorkerProgress:
         return False
 
     def _fields(self):
-        start, samples0, steps, seconds = self._window
-        elapsed = self._clock() - start
+        _start, samples0, steps, seconds = self._window
         fields = {"gstep": self.gstep, "samples": self.samples,
+                  # over the steps' own time, not the clock's: a line sent after an
+                  # evaluation would otherwise count its seconds as slow training; and
                   # not before a whole step was timed: a window of one push is no rate
-                  "samples_per_s": (self.samples - samples0) / elapsed
-                  if steps and elapsed > 0 else None,
+                  "samples_per_s": (self.samples - samples0) / seconds
+                  if steps and seconds > 0 else None,
                   "step_time_s": seconds / steps if steps else None,
                   **self.script}
         if self._step_anchor is not None:
