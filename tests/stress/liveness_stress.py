@@ -43,26 +43,30 @@ DEFAULTS = {"PS_HEARTBEAT_INTERVAL": "", "PS_HEARTBEAT_TIMEOUT": "", "PS_PROBE_T
 
 TRAIN = """
 import ctypes
-STEPS = int(os.environ['STRESS_STEPS'])
 kv = mx.kv.create('dist_sync')
+ctl = mx.kv.create('dist_sync')        # a second store of the job: when to stop, so that
+ctl.init('end', nd.zeros((1,)))        # both workers stop after the same step
 r = kv.rank
 open(f'rank{r}.pid', 'w').write(str(os.getpid()))
-hold = ctypes.PyDLL(None).usleep           # PyDLL keeps the GIL for the whole call
+hold = ctypes.PyDLL(None).usleep       # PyDLL keeps the GIL for the whole call
 hold.argtypes = [ctypes.c_uint]
 net = gluon.nn.Dense(4, in_units=8)
 net.initialize(mx.init.One())
 trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.001}, kvstore=kv)
-x = nd.ones((2, 8))
-for t in range(1, STEPS + 1):
+x, t, end = nd.ones((2, 8)), 0, nd.zeros((1,))
+while end.asnumpy()[0] == 0:
     with autograd.record():
         loss = net(x).sum()
     loss.backward()
     trainer.step(2)
+    t += 1
     if t == 3 and r == 0:
         open('at-step', 'w').close()
     if r == 0 and os.path.exists('hold') and not os.path.exists('held'):
         hold(int(float(os.environ['STRESS_HOLD']) * 1e6))
         open('held', 'w').close()
+    ctl.push('end', nd.ones((1,)) * float(r == 0 and os.path.exists('end')))
+    ctl.pull('end', out=end)           # no optimizer: the round's sum, the same for both
     time.sleep(0.05)
 report(rank=r, steps=t, done=True)
 """
@@ -92,21 +96,27 @@ def _stop_burst(pid):
 
 
 def one_run(folder, bursts):
-    """('ok' | 'false alarm' | 'failed', seconds, detail) of one job."""
+    """('ok' | 'false alarm' | 'failed', detail, seconds) of one job; the detail of a
+    good run says how long the processes took to start training."""
     start = time.monotonic()
     job = ChaosJob(folder, TRAIN, workers=2, servers=2,
-                   env=dict(DEFAULTS, STRESS_STEPS="60", STRESS_HOLD=str(HOLD),
+                   env=dict(DEFAULTS, STRESS_HOLD=str(HOLD),
                             PS_VERBOSE="1"))
     try:
         job.wait_file("at-step", within=RUN_DEADLINE)
+        started = time.monotonic() - start
         victim = job.worker_pid(1)
         _stop_burst(victim)
         (folder / "hold").touch()
         job.wait_file("held", within=RUN_DEADLINE)
         for _ in range(bursts - 1):
             _stop_burst(victim)
+        time.sleep(1.0)                  # train on for a while after the last pause
+        (folder / "end").touch()
         job.watch(within=RUN_DEADLINE - (time.monotonic() - start))
-        return _verdict(job) + (time.monotonic() - start,)
+        verdict, detail = _verdict(job)
+        return verdict, detail or f"started training after {started:.1f} s", \
+            time.monotonic() - start
     except AssertionError as err:     # a file never appeared: judged from the logs below
         verdict = _verdict(job)
         return (verdict[0] if verdict[0] == "false alarm" else "failed",
