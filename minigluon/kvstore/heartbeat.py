@@ -74,6 +74,8 @@ class Heartbeat:
                 wait = max(0.0, min(due, self._wake(due)) - now)     # poll(<0) never ends
                 if self._sock.poll(int(wait * 1000) + 1):
                     self._receive()
+                if time.monotonic() - now > wait + self.probe_timeout / 2:
+                    self._probed = None       # this thread was stalled: probe once more
                 if self.timeout > 0:
                     self._judge()
                     self._watch_orphan()
@@ -146,10 +148,7 @@ class Heartbeat:
         limit = ("" if seen is Seen.FOREIGN else
                  f" (PS_STARTUP_TIMEOUT={self.startup_timeout:g})")
         return (f"nothing answered this node's heartbeats in the {waited:.1f} s since it "
-                f"started{limit}: {detail}; if the scheduler failed because "
-                f"DMLC_PS_ROOT_PORT={port} is in use, choose another DMLC_PS_ROOT_PORT for "
-                "every process of the job; else start the scheduler with the same "
-                "DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT and MINIGLUON_PS_SECRET")
+                f"started{limit}: {detail}; {_startup_help(seen, port)}")
 
     def _declare(self, reason):
         self._lost = (time.monotonic(), reason)
@@ -176,3 +175,19 @@ class Heartbeat:
             self._stop.set()
             self._thread.join()
             self._thread = None
+
+
+def _startup_help(seen, port):
+    """What to do about a scheduler that never answered, given what its port showed."""
+    if seen is Seen.ZMQ:
+        return ("a scheduler (of this job or another) that ignores this node: give every "
+                "process of the job the same MINIGLUON_PS_SECRET, DMLC_PS_ROOT_URI and "
+                "DMLC_PS_ROOT_PORT")
+    if seen is Seen.UNREACHABLE:
+        return "check DMLC_PS_ROOT_URI and the network between this host and the scheduler"
+    taken = (f"DMLC_PS_ROOT_PORT={port} is in use, choose another DMLC_PS_ROOT_PORT for "
+             "every process of the job")
+    if seen is Seen.FOREIGN:
+        return taken
+    return (f"if the scheduler failed because {taken}; else start the scheduler with the "
+            "same DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT")

@@ -60,7 +60,7 @@ def _signature(conn, end):
     except OSError:
         pass
     if len(got) == _SIGNATURE_LEN and got[0] == 0xFF and got[9] & 0x01:
-        return Seen.ZMQ, "a zmq socket listens on that port"
+        return Seen.ZMQ, "a zmq socket listens on that port but did not answer"
     return Seen.FOREIGN, ("a program accepts connections on that port but does not speak "
                           "zmq (another program holds the port, or the scheduler is "
                           "stopped)")

@@ -149,7 +149,10 @@ class Scheduler:
                           self.env.num_server, self.env.num_worker, self.env.root_port)
         try:
             while self._status is None:
+                before = time.monotonic()
                 self.van.poll(100)
+                if time.monotonic() - before > 0.1 + self._probe_timeout / 2:
+                    self._stalled()
                 if self._parent and os.getppid() != self._parent:
                     self.van.log.warning("the process that started this job is gone; exiting")
                     return 1
@@ -195,6 +198,12 @@ class Scheduler:
                                  f"a direct probe within {now - node.probed:.1f} s "
                                  f"(PS_PROBE_TIMEOUT={self._probe_timeout:g}); it is presumed "
                                  "dead")
+
+    def _stalled(self):
+        """The scheduler itself got no CPU for a while: a probe sent before proves nothing
+        (its answer may still be on the way), so each probed node is asked once more."""
+        for node in self._nodes.values():
+            node.probed = None
 
     def _probe(self, node, now):
         """Ask a silent node's heartbeat thread for a heartbeat now: a node that was only

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from clusterkit import INTERVAL, TIMEOUT, ChaosJob, detect_bound, gone_bound, inject
+from clusterkit import INTERVAL, SLACK, TIMEOUT, ChaosJob, detect_bound, gone_bound, inject
 
 BOUND = detect_bound()                # a blocking call raises within this of the fault
 
@@ -251,5 +251,32 @@ def test_a_worker_stopped_longer_than_the_timeout_but_answering_the_probe_is_not
             job.err("scheduler"), job.dump()
         print(f"stopped {stop:g} s (PS_HEARTBEAT_TIMEOUT={TIMEOUT:g}, PS_PROBE_TIMEOUT="
               f"{probe:g}): probed, not lost")
+    finally:
+        job.cleanup()
+
+
+def test_a_scheduler_that_ignores_the_node_is_waited_for_until_the_startup_timeout(tmp_path):
+    # another MINIGLUON_PS_SECRET: the port shows a zmq socket that never answers, as a
+    # busy scheduler would; the worker waits PS_STARTUP_TIMEOUT, then says what to check
+    startup = 3.0
+    code = ("start = time.monotonic()\ntry:\n    mx.kv.create('dist_sync')\n"
+            "except mx.kv.PeerLostError as err:\n"
+            "    report(rank=0, took=time.monotonic() - start, error=str(err))\n"
+            "    sys.exit(3)\n")
+    job = ChaosJob(tmp_path, code, workers=1,
+                   env={"MINIGLUON_PS_SECRET": "a" * 32, "PS_STARTUP_TIMEOUT": str(startup),
+                        "MINIGLUON_KVSTORE_IPC": "0"},   # the server is killed: no socket file
+                   role_env={"worker0": {"MINIGLUON_PS_SECRET": "b" * 32}})
+    try:
+        end = time.monotonic() + 60
+        while job.procs["worker0"].poll() is None and time.monotonic() < end:
+            time.sleep(0.05)
+        res = job.result("worker0")
+        assert job.code("worker0") == 3 and res, job.dump()
+        assert startup <= res["took"] <= SLACK * (startup + 1.0) + 1.0, res
+        assert (f"(PS_STARTUP_TIMEOUT={startup:g}): a zmq socket listens on that port but did "
+                "not answer; a scheduler (of this job or another) that ignores this node: "
+                "give every process of the job the same MINIGLUON_PS_SECRET") in res["error"]
+        print(f"another secret: gave up {res['took']:.2f} s after it started")
     finally:
         job.cleanup()
