@@ -270,6 +270,30 @@ def ps_heartbeat_timeout():
     return _env_seconds("PS_HEARTBEAT_TIMEOUT", 10.0)
 
 
+def ps_probe_timeout():
+    """Seconds a peer that was silent for PS_HEARTBEAT_TIMEOUT gets to answer a direct
+    probe before it is declared lost (PS_PROBE_TIMEOUT; default a quarter of the heartbeat
+    timeout, at least 1 s). A stalled but live process answers it; a stopped or dead one
+    cannot."""
+    default = max(1.0, ps_heartbeat_timeout() / 4)
+    value = _env_seconds("PS_PROBE_TIMEOUT", default)
+    if value <= 0:
+        raise ConfigError(f"PS_PROBE_TIMEOUT must be a number of seconds > 0, got {value!r}; "
+                          f"unset it for the default ({default:g} s)")
+    return value
+
+
+def ps_startup_timeout():
+    """Seconds a worker or server waits for a scheduler that does not listen yet (started
+    later, or slow to start on a loaded host) before it gives up (PS_STARTUP_TIMEOUT,
+    default 60). A port where another program answers fails at once instead."""
+    value = _env_seconds("PS_STARTUP_TIMEOUT", 60.0)
+    if value <= 0:
+        raise ConfigError(f"PS_STARTUP_TIMEOUT must be a number of seconds > 0, got "
+                          f"{value!r}; unset it for the default (60 s)")
+    return value
+
+
 def ps_resend():
     """Whether a request without a reply within PS_RESEND_TIMEOUT is sent again
     (PS_RESEND, default 0), as in ps-lite."""

@@ -18,8 +18,8 @@ n-th dist store each worker creates is the same store of the job (its own keys a
 optimizer on the servers), so two Trainers with kvstore='dist_sync' work side by side.
 
 Every blocking call (rendezvous, init, push, pull, barrier) ends within
-PS_HEARTBEAT_TIMEOUT + about 1 s of a peer's loss with `mx.kv.PeerLostError` (liveness.py,
-scheduler.py): a lost server or scheduler ends the job, and so does a lost worker unless
+PS_HEARTBEAT_TIMEOUT + PS_PROBE_TIMEOUT + about 1 s of a peer's loss with
+`mx.kv.PeerLostError` (liveness.py, scheduler.py, heartbeat.py): a lost server or scheduler ends the job, and so does a lost worker unless
 every worker uses dist_async, where the others go on without it. A worker counts its steps
 (steps.py); if dist_sync workers ran different numbers of steps, the job fails with both
 counts instead of hanging, and with MINIGLUON_LAUNCH_STATS_DIR set each worker writes its

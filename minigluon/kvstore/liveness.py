@@ -1,14 +1,15 @@
 """Lost peers: how a job names a node that stopped answering, and the error the others get.
 
 The scheduler declares a worker or server lost when it sent no heartbeat for
-PS_HEARTBEAT_TIMEOUT s (a SIGSTOPped process is as silent as a dead one); a node declares
-the scheduler lost when its heartbeats went unanswered that long. Either way every wait
-of the node raises `PeerLostError`, naming the lost node's role, rank and address and what
-the caller was waiting for:
+PS_HEARTBEAT_TIMEOUT s and then did not answer a direct probe within PS_PROBE_TIMEOUT s (a
+SIGSTOPped process is as silent as a dead one); a node declares the scheduler lost the
+same way (heartbeat.py). Either way every wait of the node raises `PeerLostError`, naming
+the lost node's role, rank and address and what the caller was waiting for:
 
     [worker 0] lost worker 1 (127.0.0.1, pid 4242) while waiting for pull from key 3: it
-    sent no heartbeat for 1.6 s (PS_HEARTBEAT_TIMEOUT=1.5) and is presumed dead; the
-    scheduler ended the job
+    sent no heartbeat for 2.6 s (PS_HEARTBEAT_TIMEOUT=1.5) and did not answer a direct
+    probe within 1.1 s (PS_PROBE_TIMEOUT=1); it is presumed dead; the scheduler ended the
+    job
 
 The scheduler's ABORT carries the reason and the lost node, if any (messages.Abort);
 `abort_error` turns it into the error a node raises.

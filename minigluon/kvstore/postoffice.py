@@ -7,24 +7,21 @@ DMLC_NUM_WORKER workers registered, the scheduler answers each with its rank and
 servers' addresses. Workers then connect to every server: over `ipc://` when the server
 runs on the same host (and MINIGLUON_KVSTORE_IPC is not 0), else over TCP.
 
-Heartbeats start before registration, so a node that registers and dies is noticed during
-the rendezvous too; every wait of the node raises PeerLostError (liveness.py) once the
-scheduler aborted the job or stopped answering.
+Heartbeats (heartbeat.py) start before registration, so a node that registers and dies
+is noticed during the rendezvous too; every wait of the node raises PeerLostError
+(liveness.py) once the scheduler aborted the job or was judged lost.
 """
 import fcntl
 import logging
 import os
 import socket
 import struct
-import threading
-import time
 import uuid
 from collections import namedtuple
 
-import zmq
-
 from .. import config
 from ..config import ConfigError
+from .heartbeat import Heartbeat
 from .liveness import abort_error, abort_payload, describe
 from .messages import BodyError, NodeLost, NodeTable, Registration
 from .steps import StepClock
@@ -256,13 +253,12 @@ class PostOffice:
             self.failed = True
             raise abort_error(self.label, self.van.aborted, what)
 
-    def orphaned(self, silent):
-        """The scheduler is gone and nobody asked this node anything since: exit (a
-        worker busy outside the kvstore would otherwise outlive its job)."""
+    def orphaned(self, reason):
+        """The scheduler is gone (`reason`, the heartbeat thread's verdict) and nobody asked
+        this node anything since: exit (a worker busy outside the kvstore would otherwise
+        outlive its job)."""
         if not self.failed:
-            self.van.log.error("the scheduler answered no heartbeat for %.1f s "
-                               "(PS_HEARTBEAT_TIMEOUT=%g); the job is lost; exiting", silent,
-                               self.heartbeat.timeout)
+            self.van.log.error("lost the scheduler: %s; the job is lost; exiting", reason)
             logging.shutdown()
             os._exit(1)
 
@@ -283,117 +279,3 @@ class PostOffice:
 def server_name(rank):
     """The peer name of server `rank` in a worker's van."""
     return f"server {rank}"
-
-
-def _probe(address):
-    """What is at the scheduler's `address` ('tcp://host:port'), for an error message."""
-    host, _, port = address[len("tcp://"):].rpartition(":")
-    try:
-        socket.create_connection((host, int(port)), timeout=0.5).close()
-    except ConnectionRefusedError:
-        return "nothing listens on that port"
-    except OSError as err:
-        return f"it cannot be reached ({err})"
-    return ("a program accepts connections on that port but does not answer as this job's "
-            "scheduler (another program holds the port, or the scheduler is stopped or has "
-            "another MINIGLUON_PS_SECRET)")
-
-
-class Heartbeat:
-    """Tells the scheduler every PS_HEARTBEAT_INTERVAL s that this node lives (and, for a
-    worker, its step count), from a thread with a socket of its own, and notes when the
-    scheduler stops answering.
-
-    The scheduler declares a node lost when it is silent for PS_HEARTBEAT_TIMEOUT s; the
-    node declares the scheduler lost when it answered before and then not for that long
-    (`scheduler_silence`), or never answered in that long since the node started (nothing
-    listens at DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT, e.g. the port was taken). A quarter of a timeout later, if no wait has told the node's
-    main thread (busy outside the kvstore), the thread ends the process
-    (`PostOffice.orphaned`), so no node outlives its job by more than 1.25x the timeout.
-    """
-
-    def __init__(self, po):
-        self.interval = config.ps_heartbeat_interval()
-        self.timeout = config.ps_heartbeat_timeout()
-        self._po = po
-        self._last_reply = None           # time.monotonic() of the scheduler's last answer
-        self._started = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = None
-        if self.interval > 0:
-            self._sock = po.van.socket(zmq.DEALER)
-            self._sock.setsockopt(zmq.ROUTING_ID, f"{po.identity}-heartbeat".encode())
-            self._sock.connect(po.van.address_of("scheduler"))
-            self._thread = threading.Thread(target=self._run, name="minigluon-heartbeat",
-                                            daemon=True)
-            self._thread.start()
-
-    def _beat(self, ident):
-        po = self._po
-        msg = Message(Cmd.HEARTBEAT, key=po.identity, version=po.clock.count,
-                      sender=-1 if po.rank is None else po.rank)
-        return po.van.sealed_request(msg, ident)
-
-    def _run(self):
-        ident = self._sock.getsockopt(zmq.ROUTING_ID)
-        due = time.monotonic()
-        try:
-            while not self._stop.is_set():
-                now = time.monotonic()
-                if now >= due:
-                    self._sock.send_multipart(self._beat(ident))
-                    due = now + self.interval
-                if self._sock.poll(int((due - now) * 1000) + 1):
-                    while self._sock.poll(0):
-                        if self._po.van.authentic(self._sock.recv_multipart(), ident):
-                            self._last_reply = time.monotonic()
-                self._watch_orphan()
-        finally:
-            self._sock.close(linger=0)
-
-    def heard(self):
-        """The scheduler answered on the node's main socket (the node table): that counts
-        as an answer. Else a scheduler killed before the heartbeat thread saw its first
-        reply would leave `_last_reply` None, and a node busy outside the kvstore would
-        never notice it was gone."""
-        if self._last_reply is None:
-            self._last_reply = time.monotonic()
-
-    def _watch_orphan(self):
-        silent = self.scheduler_silence()
-        if silent is not None and silent > 1.25 * self.timeout:
-            self._po.orphaned(silent)
-
-    def scheduler_lost(self):
-        """Why the scheduler is presumed lost (it stopped answering, or never answered in
-        PS_HEARTBEAT_TIMEOUT s since this node started), or None."""
-        silent = self.scheduler_silence()
-        if silent is not None:
-            return (f"it answered no heartbeat for {silent:.1f} s (PS_HEARTBEAT_TIMEOUT="
-                    f"{self.timeout:g}) and is presumed dead")
-        waited = time.monotonic() - self._started
-        if self._thread is None or self.timeout <= 0 or self._last_reply is not None \
-                or waited <= self.timeout:
-            return None
-        port = self._po.env.root_port
-        return (f"nothing answered this node's heartbeats in the {waited:.1f} s since it "
-                f"started (PS_HEARTBEAT_TIMEOUT={self.timeout:g}): "
-                f"{_probe(self._po.van.address_of('scheduler'))}; if the scheduler failed "
-                f"because DMLC_PS_ROOT_PORT={port} is in use, choose another "
-                "DMLC_PS_ROOT_PORT for every process of the job; else start the scheduler "
-                "first, with the same DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT")
-
-    def scheduler_silence(self):
-        """Seconds the scheduler has not answered, once that is over PS_HEARTBEAT_TIMEOUT;
-        else None (also before its first answer, and with heartbeats off)."""
-        if self._thread is None or self.timeout <= 0 or self._last_reply is None:
-            return None
-        silent = time.monotonic() - self._last_reply
-        return silent if silent > self.timeout else None
-
-    def stop(self):
-        """End the thread (and close its socket)."""
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None

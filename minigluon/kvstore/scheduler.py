@@ -10,7 +10,10 @@ from workers are answered once all workers sent one. When every worker has final
 scheduler tells the servers to exit, then exits itself.
 
 Liveness: every node heartbeats from registration on (PS_HEARTBEAT_INTERVAL), a worker with
-its step count (steps.py). A node silent for PS_HEARTBEAT_TIMEOUT s is lost:
+its step count (steps.py). A node silent for PS_HEARTBEAT_TIMEOUT s is probed: a HEARTBEAT
+sent to its heartbeat thread, which answers at once. It is lost when that probe, too, goes
+unanswered for PS_PROBE_TIMEOUT s (so a node or scheduler that was only stalled for a while
+is not):
 
 - a lost server, a node lost during rendezvous, or a lost worker of a job with any
   dist_sync worker ends the job: every node gets an ABORT naming the lost one and raises
@@ -52,12 +55,14 @@ _UNEVEN_HELP = ("give every worker the same number of batches, e.g. gluon.data.S
 class _Node:
     """What the scheduler knows of one registered node."""
 
-    __slots__ = ("identity", "req", "info", "role", "rank", "seen", "steps", "state")
+    __slots__ = ("identity", "req", "info", "role", "rank", "seen", "probed", "steps",
+                 "state")
 
     def __init__(self, identity, req, info):
         self.identity, self.req, self.info = identity, req, info     # info: Registration
         self.role, self.rank = info.role, None
         self.seen = time.monotonic()     # its last heartbeat (or its registration)
+        self.probed = None               # when the scheduler probed it, silent
         self.steps = 0                   # workers: steps so far, from heartbeats and finalize
         self.state = "up"                # up | finalized | lost
 
@@ -124,6 +129,7 @@ class Scheduler:
         self._status = None              # the exit status, once the job is over
         self._parent = config.kvstore_parent_pid()
         self._timeout = config.ps_heartbeat_timeout() if config.ps_heartbeat_interval() else 0
+        self._probe_timeout = config.ps_probe_timeout()
         self._deadline = time.monotonic() + config.kvstore_timeout()   # for rendezvous
         self._complaints = LogThrottle(self.van.log, "bad requests")
         self._telemetry = telemetry.Sender("nodes", telemetry.NODE_INTERVAL)
@@ -145,7 +151,10 @@ class Scheduler:
                           self.env.num_server, self.env.num_worker, self.env.root_port)
         try:
             while self._status is None:
+                before = time.monotonic()
                 self.van.poll(100)
+                if time.monotonic() - before > 0.1 + self._probe_timeout / 2:
+                    self._stalled()
                 if self._parent and os.getppid() != self._parent:
                     self.van.log.warning("the process that started this job is gone; exiting")
                     return 1
@@ -177,7 +186,7 @@ class Scheduler:
         node = self._nodes.get(msg.key.encode()) if isinstance(msg.key, str) else None
         if node is not None and identity == node.identity + b"-heartbeat" \
                 and node.state == "up":
-            node.seen = time.monotonic()
+            node.seen, node.probed = time.monotonic(), None
             if node.steps != msg.version and node.role == "worker":
                 node.steps = msg.version
                 self._check_steps()
@@ -193,9 +202,29 @@ class Scheduler:
             return
         now = time.monotonic()
         for node in list(self._nodes.values()):
-            if node.state == "up" and now - node.seen > self._timeout and self._status is None:
+            if node.state != "up" or now - node.seen <= self._timeout or self._status is not None:
+                continue
+            if node.probed is None:
+                self._probe(node, now)
+            elif now - node.probed > self._probe_timeout:
                 self._lost(node, f"it sent no heartbeat for {now - node.seen:.1f} s "
-                                 f"(PS_HEARTBEAT_TIMEOUT={self._timeout:g}) and is presumed dead")
+                                 f"(PS_HEARTBEAT_TIMEOUT={self._timeout:g}) and did not answer "
+                                 f"a direct probe within {now - node.probed:.1f} s "
+                                 f"(PS_PROBE_TIMEOUT={self._probe_timeout:g}); it is presumed "
+                                 "dead")
+
+    def _stalled(self):
+        """The scheduler itself got no CPU for a while: a probe sent before proves nothing
+        (its answer may still be on the way), so each probed node is asked once more."""
+        for node in self._nodes.values():
+            node.probed = None
+
+    def _probe(self, node, now):
+        """Ask a silent node's heartbeat thread for a heartbeat now: a node that was only
+        stalled (or a scheduler that was) answers at once; a stopped or dead one cannot."""
+        node.probed = now
+        self.van.log.info("%s sent no heartbeat for %.1f s; probing it", node, now - node.seen)
+        self.van.reply(node.identity + b"-heartbeat", Message(Cmd.HEARTBEAT))
 
     def _missing_nodes(self):
         counts = {r: len(self._role(r)) for r in ("worker", "server")}

@@ -4,16 +4,27 @@ the fault.
 
 | case | fault | asserted |
 | --- | --- | --- |
-| `{kill,stop}-{worker,server,scheduler}-{dist_sync,dist_async}` | SIGKILL or SIGSTOP to worker 1, server 0 or the scheduler after step k | every surviving worker's blocking call raises PeerLostError naming the lost node within PS_HEARTBEAT_TIMEOUT + 1 s; workers exit 3, the scheduler and server 1; every process is gone within 2x the timeout. Except a worker lost in dist_async: the other one hears of it within the timeout + 1 s, keeps training, and every process exits 0 within 5 s of its end |
-| `launcher-sigint`, `launcher-sigkill` | the signal to minigluon-launch after step k | every process it started is gone within 2x the timeout; SIGINT: it exits 130 and removes its folder; SIGKILL: only its step-time folder is left, and the next launch's sweep removes it |
-| `port-taken` | DMLC_PS_ROOT_PORT held by another program: listening in even repeats, bound only in odd ones | the scheduler fails at once; the workers and the server within the timeout + 1 s of their start; every error names the port and DMLC_PS_ROOT_PORT |
+| `{kill,stop}-{worker,server,scheduler}-{dist_sync,dist_async}` | SIGKILL or SIGSTOP to worker 1, server 0 or the scheduler after step k | every surviving worker's blocking call raises PeerLostError naming the lost node within BOUND; workers exit 3, the scheduler and server 1; every process is gone within GONE. Except a worker lost in dist_async: the other one hears of it within BOUND, keeps training, and every process exits 0 within 5 s of its end |
+| `launcher-sigint`, `launcher-sigkill` | the signal to minigluon-launch after step k | every process it started is gone within GONE; SIGINT: it exits 130 and removes its folder; SIGKILL: only its step-time folder is left, and the next launch's sweep removes it |
+| `port-taken` | DMLC_PS_ROOT_PORT held by another program: listening in even repeats, bound only in odd ones | the scheduler fails at once. Listening: the workers and the server fail within BOUND of their start (the direct probe finds a program that does not speak zmq), although PS_STARTUP_TIMEOUT is 60 s. Bound only: to a prober that is "nothing listens yet", so they wait for a scheduler until PS_STARTUP_TIMEOUT (3 s here) and fail within STARTUP_BOUND, not before. Every error names the port and DMLC_PS_ROOT_PORT |
 | `loss` | PS_DROP_MSG=10 with PS_RESEND=1 (dist_sync, 2 workers, 2 servers) | every value pulled at every step is exactly a lossless run's (a NumPy oracle); messages were dropped and resent; every process exits 0 |
 
 In every case no process the job started is left (by PID), nor a socket file or shared
 memory segment, but a SIGKILLed server's socket file (the next server of the host removes
 it).
 
-Heartbeats every 0.2 s, timeout 1 s. Each case runs MINIGLUON_CHAOS_REPEAT times
+Heartbeats every 0.2 s, timeout 1 s, so PS_PROBE_TIMEOUT is 1 s (its default, a quarter of
+the timeout but at least 1 s). The bounds follow from those settings, with slack for a
+machine at load 5-20 on 2 cores (clusterkit.SLACK = 2):
+
+    BOUND = SLACK * (TIMEOUT + PROBE + INTERVAL) + 1 s              (5.4 s)
+    GONE  = BOUND + SLACK * TIMEOUT / 4 + 2 s                       (7.9 s)
+    STARTUP_BOUND = SLACK * (PS_STARTUP_TIMEOUT + 1 s) + 1 s        (9 s)
+
+A loss detected only through MINIGLUON_KVSTORE_TIMEOUT (60 s here), or not at all, fails
+them; so does a taken port that is waited on for PS_STARTUP_TIMEOUT's default 60 s.
+
+Each case runs MINIGLUON_CHAOS_REPEAT times
 (default 2), so that a flaky pass is caught. Step k, and the loss case's PS_DROP_SEED, are
 drawn per case and repeat from MINIGLUON_CHAOS_SEED (default: a fresh seed per session),
 which every failure prints: rerun with it to inject at the same steps. With `-s`, each run
@@ -33,13 +44,15 @@ import numpy as np
 import psutil
 import pytest
 
-from clusterkit import ChaosJob, heartbeat_env, inject
+from clusterkit import SLACK, ChaosJob, detect_bound, gone_bound, heartbeat_env, inject
 from launchkit import Launch, clean_env, running
 from test_dist_cluster import PREAMBLE, assert_gone
 
-TIMEOUT = 1.0
-BOUND = TIMEOUT + 1.0       # a blocking call raises within this of the fault
-GONE = 2 * TIMEOUT          # every process of a failed job has exited within this
+TIMEOUT, INTERVAL = 1.0, 0.2
+BOUND = detect_bound(TIMEOUT, INTERVAL)     # a blocking call raises within this of the fault
+GONE = gone_bound(TIMEOUT, INTERVAL)        # every process of a failed job exited within this
+STARTUP = 3.0               # PS_STARTUP_TIMEOUT of the port-taken case whose port is bound only
+STARTUP_BOUND = SLACK * (STARTUP + 1.0) + 1.0
 NORMAL_END = 5.0            # a job that ends well: every role exits within this of its end
 REPEAT = int(os.environ.get("MINIGLUON_CHAOS_REPEAT") or 2)
 SEED = int(os.environ.get("MINIGLUON_CHAOS_SEED") or random.SystemRandom().randrange(10 ** 6))
@@ -278,9 +291,10 @@ def port_taken_case(tmp_path, listening):
         if listening:
             holder.listen()
         port = holder.getsockname()[1]
-        job = ChaosJob(tmp_path, PORT_TAKEN, port=port, timeout=TIMEOUT)
+        env = {} if listening else {"PS_STARTUP_TIMEOUT": str(STARTUP)}
+        job = ChaosJob(tmp_path, PORT_TAKEN, port=port, timeout=TIMEOUT, env=env)
         try:
-            job.watch(within=BOUND + 30)
+            job.watch(within=STARTUP_BOUND + 60)     # from the spawn: imports take seconds
             help_ = f"DMLC_PS_ROOT_PORT={port} is in use, choose another DMLC_PS_ROOT_PORT"
             seen = ("a program accepts connections on that port" if listening
                     else "nothing listens on that port")
@@ -297,7 +311,12 @@ def port_taken_case(tmp_path, listening):
                        "registration" in res["error"] and help_ in res["error"], res["error"]
                 assert seen in res["error"], res["error"]
                 took.append(res["at"] - res["start"])
-                assert took[-1] <= BOUND, f"{name} failed {took[-1]:.2f} s after it started"
+                if listening:
+                    assert took[-1] <= BOUND, f"{name} failed {took[-1]:.2f} s after it started"
+                else:
+                    assert STARTUP <= took[-1] <= STARTUP_BOUND, \
+                        f"{name} failed {took[-1]:.2f} s after it started"
+                    assert f"PS_STARTUP_TIMEOUT={STARTUP:g}" in res["error"], res["error"]
         finally:
             job.cleanup()
     return {"workers_failed": max(took),

@@ -18,10 +18,33 @@ import time
 from test_dist_cluster import PREAMBLE, assert_gone, base_env, free_port
 
 INTERVAL, TIMEOUT = 0.2, 1.5
+SLACK = 2.0        # a machine at load 5-20 on 2 cores stretches every wait by up to this
 
 
 def heartbeat_env(timeout=TIMEOUT, interval=INTERVAL):
     return {"PS_HEARTBEAT_INTERVAL": str(interval), "PS_HEARTBEAT_TIMEOUT": str(timeout)}
+
+
+def probe_timeout(timeout=TIMEOUT):
+    """PS_PROBE_TIMEOUT's default for heartbeat timeout `timeout` (config.py)."""
+    return max(1.0, timeout / 4)
+
+
+def detect_bound(timeout=TIMEOUT, interval=INTERVAL):
+    """The most a fault may take to reach every surviving node as PeerLostError:
+    SLACK x (the silence of PS_HEARTBEAT_TIMEOUT, the probe's PS_PROBE_TIMEOUT, one
+    heartbeat interval before the silence starts to count) + 1 s for the ABORT to travel
+    and the waits' 0.1 s checks. Detection only through MINIGLUON_KVSTORE_TIMEOUT (60 s in
+    these tests), or no detection, still fails it."""
+    return SLACK * (timeout + probe_timeout(timeout) + interval) + 1.0
+
+
+def gone_bound(timeout=TIMEOUT, interval=INTERVAL):
+    """The most a fault may take until every process of the job has exited: detection,
+    then the quarter timeout after which a node busy outside the kvstore ends itself
+    (heartbeat.py), with the same slack, + 2 s for a Python process to end on a loaded
+    machine."""
+    return detect_bound(timeout, interval) + SLACK * 0.25 * timeout + 2.0
 
 
 class ChaosJob:
