@@ -16,7 +16,7 @@ from tqdm import tqdm
 import minigluon as mx
 from minigluon import autograd, gluon
 from minigluon.gluon.data import vision
-from minigluon.tools import telemetry
+from minigluon import telemetry
 
 # the kvstore types mx.kv.create knows, aliases included: anything else is a usage error
 KVSTORES = ("local", "device", "dist_sync", "dist_async", "dist_sync_device",

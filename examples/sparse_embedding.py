@@ -30,7 +30,7 @@ import numpy as np
 
 import minigluon as mx
 from minigluon import autograd, gluon, kv
-from minigluon.tools import telemetry
+from minigluon import telemetry
 
 
 def parse_args():

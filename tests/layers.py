@@ -20,7 +20,7 @@ import os
 # `unplaced_units` names it.
 FLOORS = (
     ("foundation", ("base", "config", "context", "_allocator", "profiler", "runtime",
-                    "name")),
+                    "name", "telemetry")),
     ("autograd", ("autograd",)),
     ("ndarray", ("ndarray", "random")),
     ("front ends", ("symbol", "numpy", "numpy_extension", "util")),

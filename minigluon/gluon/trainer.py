@@ -19,7 +19,7 @@ from .. import kvstore as kvs
 from .. import optimizer as opt
 from ..base import MXNetError
 from ..kvstore.modes import mode_of
-from ..tools import telemetry
+from .. import telemetry
 from ..ndarray import NDArray
 from .parameter import Parameter, ParameterDict
 

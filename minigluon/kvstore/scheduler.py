@@ -38,7 +38,7 @@ import zmq
 from .. import config
 from ..config import ConfigError
 from .liveness import abort_payload, describe
-from ..tools import telemetry
+from .. import telemetry
 from .messages import BodyError, NodeLost, NodeTable, Registration, Text
 from .postoffice import resolve
 from .throttle import LogThrottle

@@ -30,7 +30,7 @@ from .. import config
 from ..context import cpu
 from ..ndarray import NDArray
 from ..optimizer import OptimizerError, get_updater
-from ..tools import telemetry
+from .. import telemetry
 from .base import KVStoreError
 from .liveness import describe
 from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, OptimizerBlob,

@@ -5,7 +5,7 @@ A step is one push round: the step count is the number of pushes of the key push
 number of keys). The count rides on every heartbeat and on finalize, so the scheduler can
 tell that dist_sync workers ran different numbers of steps; the times between successive
 step boundaries feed the launcher's end-of-job summary (MINIGLUON_LAUNCH_STATS_DIR), and,
-under minigluon-launch, its live progress bar (tools/telemetry.py).
+under minigluon-launch, its live progress bar (minigluon/telemetry.py).
 
 >>> clock = StepClock()
 >>> clock.saw_push(1); clock.saw_push(1); clock.saw_push(2)   # two steps
@@ -19,7 +19,7 @@ import statistics
 import time
 from array import array
 
-from ..tools import telemetry
+from .. import telemetry
 
 __all__ = ["StepClock"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .hosts import place
-from .telemetry import ENV as TELEMETRY_ENV
+from ..telemetry import ENV as TELEMETRY_ENV
 
 GUARD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
 DEFAULT_ROLE_CODE = "import minigluon"  # a scheduler or server serves when it imports us

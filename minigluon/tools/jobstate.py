@@ -172,7 +172,7 @@ class JobState:
     def feed_line(self, label, line):
         """An output line (bytes, no newline) of `label`: fed if it is telemetry. Returns
         what of it to show, or None."""
-        from .telemetry import split_line
+        from ..telemetry import split_line
         shown, message = split_line(line)
         if message is not None:
             self.feed(label, message)

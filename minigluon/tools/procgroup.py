@@ -20,7 +20,7 @@ from functools import partial
 from typing import Callable, Optional
 
 from .guard import STATS_MARKER, Lines, arm_for_parent, describe
-from .telemetry import split_line
+from ..telemetry import split_line
 
 TAIL_LINES = 15
 EXIT_MARKER = b"@@minigluon-exit "  # written by mpi_role, read here, never shown

@@ -13,7 +13,7 @@ import numpy as np
 
 import minigluon as mx
 from minigluon import autograd, gluon
-from minigluon.tools import telemetry
+from minigluon import telemetry
 
 
 def main():

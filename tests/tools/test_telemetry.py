@@ -1,4 +1,4 @@
-"""The telemetry lines (minigluon/tools/telemetry.py) and the JobState made of them
+"""The telemetry lines (minigluon/telemetry.py) and the JobState made of them
 (jobstate.py): real marker lines, as the senders write them, fed as the launcher feeds them."""
 import io
 import json
@@ -8,9 +8,10 @@ import sys
 
 import pytest
 
-from minigluon.tools import jobstate, telemetry
+from minigluon import telemetry
+from minigluon.tools import jobstate
 from minigluon.tools.jobstate import JobState
-from minigluon.tools.telemetry import MARKER, Sender, WorkerProgress, split_line
+from minigluon.telemetry import MARKER, Sender, WorkerProgress, split_line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -51,7 +52,7 @@ def test_silent_without_the_launchers_variable(monkeypatch):
 
 
 def test_a_script_outside_the_launcher_prints_no_telemetry():
-    code = ("from minigluon.tools import telemetry\n"
+    code = ("from minigluon import telemetry\n"
             "for i in range(50): telemetry.report(epoch=1, step=i, loss=0.1, epoch_end=True)\n"
             "print('done')")
     env = {k: v for k, v in os.environ.items() if k != telemetry.ENV}

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from .events import BatchEnd, EpochEnd, TrainBegin
-from .utils import _check_monitor, _improvement_op
+from .utils import check_monitor, improvement_op
 
 
 class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
@@ -50,8 +50,8 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
         self.verbose = verbose
         self.save_best = save_best
         if save_best:
-            _check_monitor(monitor, "CheckpointHandler(save_best=True)")
-            self.monitor_op = _improvement_op(monitor, mode, "CheckpointHandler")
+            check_monitor(monitor, "CheckpointHandler(save_best=True)")
+            self.monitor_op = improvement_op(monitor, mode, "CheckpointHandler")
         os.makedirs(model_dir, exist_ok=True)
         self.model_dir = model_dir
         self.model_prefix = model_prefix

@@ -4,7 +4,7 @@ import warnings
 import numpy as np
 
 from .events import EpochEnd, TrainBegin, TrainEnd
-from .utils import _check_monitor, _improvement_op
+from .utils import check_monitor, improvement_op
 
 
 class EarlyStoppingHandler(TrainBegin, EpochEnd, TrainEnd):
@@ -28,8 +28,8 @@ class EarlyStoppingHandler(TrainBegin, EpochEnd, TrainEnd):
     """
 
     def __init__(self, monitor, min_delta=0, patience=0, mode="auto", baseline=None):
-        self.monitor = _check_monitor(monitor, "EarlyStoppingHandler")
-        self.monitor_op = _improvement_op(monitor, mode, "EarlyStoppingHandler")
+        self.monitor = check_monitor(monitor, "EarlyStoppingHandler")
+        self.monitor_op = improvement_op(monitor, mode, "EarlyStoppingHandler")
         # the delta is added in the direction of "better"
         self.min_delta = abs(min_delta) if self.monitor_op is np.greater else -abs(min_delta)
         self.baseline = baseline

@@ -12,11 +12,11 @@ from ...loss import Loss
 from ...trainer import Trainer
 from ...utils import split_and_load
 from .batch_processor import BatchProcessor
-from .events import _categorize, _check_event_handlers
+from .events import categorize, check_event_handlers
 from .logging_handler import LoggingHandler
 from .loop_handlers import GradientUpdateHandler, MetricHandler, StoppingHandler
 from .loop_handlers import ValidationHandler
-from .utils import _check_handler_metric_ref, _check_metrics, _suggest_metric_for_loss
+from .utils import check_handler_metric_ref, check_metrics, suggest_metric_for_loss
 
 __all__ = ["Estimator"]
 
@@ -54,8 +54,8 @@ class Estimator:
                  batch_processor=None):
         self.net = net
         self.loss = _check_loss(loss, "loss")
-        self._train_metrics = _check_metrics(train_metrics)
-        self._val_metrics = _check_metrics(val_metrics)
+        self._train_metrics = check_metrics(train_metrics)
+        self._val_metrics = check_metrics(val_metrics)
         self._add_default_training_metrics()
         self._add_validation_metrics()
         self.val_loss = self.loss if val_loss is None else _check_loss(val_loss, "val_loss")
@@ -80,7 +80,7 @@ class Estimator:
     # ---- construction --------------------------------------------------------------------
     def _add_default_training_metrics(self):
         if not self._train_metrics:
-            suggested = _suggest_metric_for_loss(self.loss)
+            suggested = suggest_metric_for_loss(self.loss)
             self._train_metrics = [suggested] if suggested else []
             # 'softmaxcrossentropyloss0' -> 'softmaxcrossentropyloss', as MXNet 1.9 names it
             self._train_metrics.append(LossMetric(self.loss.name.rstrip("0123456789")))
@@ -139,7 +139,7 @@ class Estimator:
         for metric in self.val_metrics:
             metric.reset()
         handlers = self._prepare_default_validation_handlers(event_handlers)
-        _, epoch_begin, batch_begin, batch_end, epoch_end, _ = _categorize(handlers)
+        _, epoch_begin, batch_begin, batch_end, epoch_end, _ = categorize(handlers)
         _call(epoch_begin, "epoch_begin", self)
         for batch in val_data:
             _call(batch_begin, "batch_begin", self, batch=batch)
@@ -163,7 +163,7 @@ class Estimator:
         self.max_epoch, self.max_batch, self.batch_axis = epochs, batches, batch_axis
         handlers = self._prepare_default_handlers(val_data, event_handlers)
         train_begin, epoch_begin, batch_begin, batch_end, epoch_end, train_end = \
-            _categorize(handlers)
+            categorize(handlers)
         _call(train_begin, "train_begin", self)
         stop = False
         while not stop:
@@ -182,7 +182,7 @@ class Estimator:
 
     # ---- default handlers ----------------------------------------------------------------
     def _prepare_default_handlers(self, val_data, event_handlers):
-        handlers = _check_event_handlers(event_handlers)
+        handlers = check_event_handlers(event_handlers)
         defaults = [StoppingHandler(self.max_epoch, self.max_batch)]
         if not _has(handlers, GradientUpdateHandler):
             defaults.append(GradientUpdateHandler())
@@ -195,7 +195,7 @@ class Estimator:
         return self._merge(handlers, defaults, self.train_metrics + self.val_metrics)
 
     def _prepare_default_validation_handlers(self, event_handlers):
-        handlers = _check_event_handlers(event_handlers)
+        handlers = check_event_handlers(event_handlers)
         defaults = []
         if not _has(handlers, MetricHandler):
             defaults.append(MetricHandler(metrics=self.val_metrics))
@@ -212,13 +212,13 @@ class Estimator:
         handlers = handlers + defaults
         if mixing:
             for handler in handlers:
-                _check_handler_metric_ref(handler, set(known_metrics))
+                check_handler_metric_ref(handler, set(known_metrics))
         return sorted(handlers, key=lambda h: getattr(h, "priority", 0))
 
     def _categorize_handlers(self, event_handlers):
         """Six lists: the handlers acting at train begin, epoch begin, batch begin, batch
         end, epoch end and train end."""
-        return _categorize(event_handlers)
+        return categorize(event_handlers)
 
 
 def _call(handlers, method, estimator, **kwargs):

@@ -45,7 +45,7 @@ class BatchEnd(EventHandler):
 _MOMENTS = (TrainBegin, EpochBegin, BatchBegin, BatchEnd, EpochEnd, TrainEnd)
 
 
-def _check_event_handlers(handlers):
+def check_event_handlers(handlers):
     """A new list of handlers from one handler, a list or None."""
     if isinstance(handlers, EventHandler):
         return [handlers]
@@ -58,6 +58,6 @@ def _check_event_handlers(handlers):
     return handlers
 
 
-def _categorize(handlers):
+def categorize(handlers):
     """Six lists, one per moment (in _MOMENTS' order), of the handlers that act on it."""
     return tuple([h for h in handlers if isinstance(h, moment)] for moment in _MOMENTS)

@@ -2,7 +2,7 @@
 import time
 
 from .events import BatchBegin, BatchEnd, EpochBegin, EpochEnd, TrainBegin, TrainEnd
-from .utils import _check_metrics
+from .utils import check_metrics
 
 
 def _values(metrics):
@@ -30,7 +30,7 @@ class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, Bat
         if log_interval != "epoch" and (not isinstance(log_interval, int) or log_interval < 1):
             raise ValueError(f"log_interval must be 'epoch' or a positive integer, got "
                              f"{log_interval!r}")
-        self.metrics = _check_metrics(metrics)
+        self.metrics = check_metrics(metrics)
         self.log_interval = log_interval
         self.priority = priority
         self.batch_index = 0

@@ -3,7 +3,7 @@ step the trainer, update the metrics, and validate now and then. `Estimator.fit`
 of them the caller did not pass."""
 from ....metric import Loss as LossMetric
 from .events import BatchEnd, EpochBegin, EpochEnd, TrainBegin
-from .utils import _check_metrics
+from .utils import check_metrics
 
 
 class StoppingHandler(TrainBegin, BatchEnd, EpochEnd):
@@ -72,7 +72,7 @@ class MetricHandler(EpochBegin, BatchEnd):
     """
 
     def __init__(self, metrics, priority=-1000):
-        self.metrics = _check_metrics(metrics)
+        self.metrics = check_metrics(metrics)
         self.priority = priority
 
     def epoch_begin(self, estimator, *args, **kwargs):

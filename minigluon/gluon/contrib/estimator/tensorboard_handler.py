@@ -4,7 +4,7 @@ import math
 
 from ....metric import Loss as LossMetric
 from .events import BatchEnd, EpochEnd, TrainBegin, TrainEnd
-from .utils import _check_metrics
+from .utils import check_metrics
 
 __all__ = ["TensorBoardHandler", "summary_writer"]
 
@@ -81,7 +81,7 @@ class TensorBoardHandler(TrainBegin, BatchEnd, EpochEnd, TrainEnd):
         self.writer = writer
         self._owns_writer = writer is None
         self.log_interval = log_interval
-        self.metrics = _check_metrics(metrics)
+        self.metrics = check_metrics(metrics)
         self.priority = priority
         self.current_epoch = 0
         self.global_batch = 0

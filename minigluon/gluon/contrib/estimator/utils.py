@@ -6,10 +6,10 @@ from ....metric import Accuracy, CompositeEvalMetric, EvalMetric
 from ...loss import SoftmaxCrossEntropyLoss
 
 
-def _check_metrics(metrics):
+def check_metrics(metrics):
     """A flat list of EvalMetrics from one metric, a composite, a list or None."""
     if isinstance(metrics, CompositeEvalMetric):
-        return [m for inner in metrics.metrics for m in _check_metrics(inner)]
+        return [m for inner in metrics.metrics for m in check_metrics(inner)]
     if isinstance(metrics, EvalMetric):
         return [metrics]
     metrics = list(metrics or [])
@@ -20,7 +20,7 @@ def _check_metrics(metrics):
     return metrics
 
 
-def _check_handler_metric_ref(handler, known_metrics):
+def check_handler_metric_ref(handler, known_metrics):
     """A handler that mixes with the default handlers must watch the estimator's own metric
     objects: the defaults update and reset only those."""
     for attribute in dir(handler):
@@ -36,12 +36,12 @@ def _check_handler_metric_ref(handler, known_metrics):
                     "help: use objects from estimator.train_metrics and estimator.val_metrics")
 
 
-def _suggest_metric_for_loss(loss):
+def suggest_metric_for_loss(loss):
     """The metric MXNet adds by default for a loss, or None."""
     return Accuracy() if isinstance(loss, SoftmaxCrossEntropyLoss) else None
 
 
-def _improvement_op(monitor, mode, who):
+def improvement_op(monitor, mode, who):
     """np.greater or np.less: how `who` compares the monitored metric's values.
 
     'auto' picks greater for accuracies and F1 scores (higher is better), less otherwise.
@@ -56,7 +56,7 @@ def _improvement_op(monitor, mode, who):
     return np.greater if ("acc" in name or "f1" in name) else np.less
 
 
-def _check_monitor(monitor, who):
+def check_monitor(monitor, who):
     """A monitored value must come from one plain metric."""
     if not isinstance(monitor, EvalMetric):
         raise ValueError(f"{who}: monitor must be an EvalMetric, got {monitor!r}; help: pass "

@@ -23,7 +23,7 @@ Without MINIGLUON_LAUNCH_TELEMETRY=1 nothing is written. Writing never raises in
 caller and costs a clock read when the rate limit says no. A script reports like this
 (silent unless launched)::
 
-    from minigluon.tools import telemetry
+    from minigluon import telemetry
     telemetry.report(epoch=1, epochs=10, step=37, steps=469, loss=0.31, train_acc=0.91)
 
 Only a line that starts with the marker (or carries it after text a process printed with
