@@ -123,3 +123,23 @@ def paired(rounds_, a, b):
 def report(fields):
     """Print the benchmark's one JSON line."""
     print(json.dumps(fields), flush=True)
+
+
+class BusyProcesses:
+    """`n` processes that each spin a pure-Python loop, started on entry and ended by
+    their PIDs on exit: the contention of other jobs on the same cores."""
+
+    def __init__(self, n):
+        self.n, self.procs = n, []
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                      for _ in range(self.n)]
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            proc.kill()
+        for proc in self.procs:
+            proc.wait()
+        self.procs = []
