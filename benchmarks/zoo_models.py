@@ -24,6 +24,9 @@ SPECS = {
     "lstm_lm": dict(tokens=LM_STEPS, batch=32, classes=VOCAB, steps=2),
 }
 
+# the benchmark's names that minigluon's get_model spells differently
+ZOO_NAMES = {"mobilenet_v2_1.0": "mobilenetv2_1.0"}
+
 TORCHVISION = {"resnet18_v1": "resnet18", "resnet50_v1": "resnet50",
                "mobilenet_v2_1.0": "mobilenet_v2", "vgg11": "vgg11",
                "densenet121": "densenet121"}
@@ -47,7 +50,7 @@ def minigluon_net(name, spec):
     if name == "lstm_lm":
         return _minigluon_lm()
     from minigluon.gluon.model_zoo import vision
-    return vision.get_model(name.replace(".", "_"), classes=spec["classes"])
+    return vision.get_model(ZOO_NAMES.get(name, name), classes=spec["classes"])
 
 
 def _minigluon_lm():

@@ -250,7 +250,11 @@ def main():
     load_before = os.getloadavg()[0]
     gemm = sgemm_gflops()
     start = time.perf_counter()
-    results = {name: bench_model(name, python, threads, args) for name in models}
+    results = {}
+    for name in models:
+        results[name] = bench_model(name, python, threads, args)
+        # a long run's figures so far, in case it is cut short
+        print(json.dumps({name: results[name]}), file=sys.stderr, flush=True)
     report({"benchmark": "zoo_train", "threads": threads, "rounds": args.rounds,
             "contention": args.contention, "sgemm_1024_gflops": round(gemm, 1),
             "models": results, "seconds": round(time.perf_counter() - start, 1),

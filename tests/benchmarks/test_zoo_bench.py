@@ -56,3 +56,8 @@ def test_worker_answers_a_training_request():
     assert info["flops"] > 0
     for answer in (train, infer):
         assert answer["wall"] > 0 and answer["cpu"] > 0 and answer["peak_mb"] > 10
+
+
+def test_every_model_name_builds_in_minigluon():
+    for name, spec in SPECS.items():
+        assert minigluon_net(name, spec) is not None, name
