@@ -121,11 +121,12 @@ class Worker:
     """One side of one model in its own process; `run(mode, n)` returns wall seconds and
     keeps the CPU seconds per step of each call in `cpu[mode]`."""
 
-    def __init__(self, python, model, side, threads, plain=False):
+    def __init__(self, python, model, side, threads, plain=False, env=None):
         cmd = [python, os.path.abspath(__file__), "--worker", side, "--model", model,
                "--threads", str(threads)] + (["--plain"] if plain else [])
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
+                                     text=True,
+                                     env=None if env is None else {**os.environ, **env})
         self.info = json.loads(self._read())
         self.cpu = {"train": [], "infer": []}
         self.peak_mb = None
