@@ -22,7 +22,8 @@ from zoo_train import Worker  # noqa: E402
 SETTINGS = {
     "default": {},
     "blas_1": {"OPENBLAS_NUM_THREADS": "1"},
-    "ext_1": {"OMP_NUM_THREADS": "1"},
+    # OpenBLAS reads OMP_NUM_THREADS too when OPENBLAS_NUM_THREADS is unset: pin it to 2
+    "ext_1": {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "2"},
     "both_1": {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
     "blas_timeout_4": {"OPENBLAS_THREAD_TIMEOUT": "4"},   # OpenBLAS spins 2^4 cycles
 }
