@@ -9,6 +9,7 @@ shared machine, alternating and taking medians keeps the ratio fair.
 import ctypes
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -123,3 +124,25 @@ def paired(rounds_, a, b):
 def report(fields):
     """Print the benchmark's one JSON line."""
     print(json.dumps(fields), flush=True)
+
+
+class BusyProcesses:
+    """`n` processes that each spin a pure-Python loop, started on entry and ended by
+    their PIDs on exit: the contention of other jobs on the same cores."""
+
+    def __init__(self, n):
+        self.n, self.procs = n, []
+
+    def __enter__(self):
+        # a SIGTERM to the benchmark would skip __exit__ and leave the loops spinning
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                      for _ in range(self.n)]
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            proc.kill()
+        for proc in self.procs:
+            proc.wait()
+        self.procs = []
