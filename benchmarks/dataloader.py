@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import blas_threads, report, time_steps  # noqa: E402
+from harness import blas_threads, pass_timer, report, time_steps  # noqa: E402
 from lenet_train import minigluon_step  # noqa: E402
 
 import minigluon as mx  # noqa: E402
@@ -55,21 +55,7 @@ def loader_runner(dataset, batch_size, num_workers):
     loader = DataLoader(dataset, batch_size, shuffle=True, last_batch="discard",
                         num_workers=num_workers)
 
-    def run(n):
-        it, elapsed, left = iter(loader), 0.0, n
-        next(it)
-        while left:
-            start = time.perf_counter()
-            read = sum(1 for _ in zip(range(left), it))
-            elapsed += time.perf_counter() - start
-            left -= read
-            if left:                  # the epoch ended: start another, untimed first batch
-                it = iter(loader)
-                next(it)
-        if hasattr(it, "close"):
-            it.close()
-        return elapsed
-    return run
+    return pass_timer(lambda: iter(loader))
 
 
 def alternating_rates(runners, rounds, pause=0.3):

@@ -87,12 +87,39 @@ class TorchClient:
         return float(self._read())
 
     def close(self):
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        end_process(self.proc)
+
+
+def end_process(proc, timeout=30):
+    """Close a worker's stdin (its cue to exit) and wait for it; kill it (by its Popen, so
+    by PID) if it has not exited within `timeout` s."""
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def pass_timer(make_iter):
+    """f(n): seconds to read n batches from iterators `make_iter()` makes, each pass's
+    first batch (worker start-up) untimed; a pass that ends starts another."""
+    def run(n):
+        it, elapsed, left = make_iter(), 0.0, n
+        next(it)
+        while left:
+            start = time.perf_counter()
+            read = sum(1 for _ in zip(range(left), it))
+            elapsed += time.perf_counter() - start
+            left -= read
+            if left:            # the pass ended: start another, its first batch untimed
+                it = make_iter()
+                next(it)
+        if hasattr(it, "close"):
+            it.close()
+        del it                  # ends the pass's workers before the other side runs
+        return elapsed
+    return run
 
 
 def interleaved_rounds(runners, samples_per_step, rounds, steps, warmup, pause=0.3):

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (TorchClient, interleaved_rounds, paired, report,  # noqa: E402
+from harness import (TorchClient, pass_timer, interleaved_rounds, paired, report,  # noqa: E402
                      torch_python)
 from image_codec_choice import photo_like  # noqa: E402
 
@@ -40,24 +40,6 @@ def make_folder(root, count, classes, seed=0):
         path = os.path.join(root, f"class{i % classes:02d}", f"img{i:05d}.jpg")
         with open(path, "wb") as out:
             out.write(image.imencode(photo_like(rng, h, w), ".jpg", quality=90))
-
-
-def pass_timer(make_iter):
-    """f(n): seconds to read n batches, each pass's first batch (worker start-up) untimed."""
-    def run(n):
-        it, elapsed, left = make_iter(), 0.0, n
-        next(it)
-        while left:
-            start = time.perf_counter()
-            read = sum(1 for _ in zip(range(left), it))
-            elapsed += time.perf_counter() - start
-            left -= read
-            if left:            # the pass ended: start another, its first batch untimed
-                it = make_iter()
-                next(it)
-        del it                  # ends the pass's workers before the other side runs
-        return elapsed
-    return run
 
 
 def minigluon_runner(root, batch, workers):

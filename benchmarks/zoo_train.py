@@ -27,7 +27,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BusyProcesses, blas_threads, interleaved_rounds, paired,  # noqa: E402
+from harness import (BusyProcesses, blas_threads, end_process, interleaved_rounds, paired,  # noqa: E402
                      report, torch_python)
 from zoo_models import SPECS, batch_arrays  # noqa: E402
 
@@ -147,12 +147,7 @@ class Worker:
         return answer["wall"]
 
     def close(self):
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        end_process(self.proc)
 
 
 def sgemm_gflops(reps=5):
