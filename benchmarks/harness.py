@@ -76,10 +76,7 @@ class TorchClient:
         self.info = json.loads(self._read())
 
     def _read(self):
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError("the torch worker exited; run it by hand to see its error")
-        return line
+        return read_reply(self.proc)
 
     def run(self, n):
         self.proc.stdin.write(f"{n}\n")
@@ -88,6 +85,16 @@ class TorchClient:
 
     def close(self):
         end_process(self.proc)
+
+
+def read_reply(proc):
+    """The next line a benchmark worker (a Popen with text pipes) writes; an error naming
+    its command when it exited instead."""
+    line = proc.stdout.readline()
+    if not line:
+        raise RuntimeError(f"a benchmark worker exited; run `{' '.join(map(str, proc.args))}` "
+                           "by hand to see its error")
+    return line
 
 
 def end_process(proc, timeout=30):

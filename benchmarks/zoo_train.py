@@ -27,7 +27,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BusyProcesses, blas_threads, end_process, interleaved_rounds, paired,  # noqa: E402
+from harness import (BusyProcesses, blas_threads, end_process, read_reply, interleaved_rounds, paired,  # noqa: E402
                      report, torch_python)
 from zoo_models import SPECS, batch_arrays  # noqa: E402
 
@@ -132,11 +132,7 @@ class Worker:
         self.peak_mb = None
 
     def _read(self):
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"a zoo worker exited; run `{' '.join(self.proc.args)}` "
-                               "by hand to see its error")
-        return line
+        return read_reply(self.proc)
 
     def run(self, mode, n):
         self.proc.stdin.write(f"{mode} {n}\n")

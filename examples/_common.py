@@ -288,10 +288,13 @@ def show_bar(store):
     return store.rank == 0 and sys.stdout.isatty() and not telemetry.enabled()
 
 
-def report_epoch(epoch, epochs, stats, test_acc):
-    """Under minigluon-launch: the epoch's results, for the job bar and its curves."""
+def end_epoch(rank, epoch, epochs, stats, test_acc, lr, curves):
+    """What every example does after an epoch: print its line, report its results to the
+    launcher's bar and page (under minigluon-launch) and write them to `curves`."""
+    print(epoch_line(rank, epoch, stats, test_acc, lr), flush=True)
     telemetry.report(epoch=epoch, epochs=epochs, loss=stats.loss, train_acc=stats.accuracy,
                      test_acc=test_acc, epoch_end=True)
+    curves.epoch(epoch, stats, test_acc, lr)
 
 
 def epoch_line(rank, epoch, stats, test_acc, lr):

@@ -189,10 +189,8 @@ def main():
                                     f"worker {store.rank} epoch {epoch}", epoch, args.epochs,
                                     curves)
         test_acc = _common.evaluate(net, test_data, ctx, args.max_batches)
-        print(_common.epoch_line(store.rank, epoch, stats, test_acc, trainer.learning_rate),
-              flush=True)
-        _common.report_epoch(epoch, args.epochs, stats, test_acc)
-        curves.epoch(epoch, stats, test_acc, trainer.learning_rate)
+        _common.end_epoch(store.rank, epoch, args.epochs, stats, test_acc,
+                          trainer.learning_rate, curves)
         if args.save_params and store.rank == 0:
             save_checkpoint(args.save_params, net, trainer, epoch, args)
     curves.close()

@@ -108,10 +108,8 @@ def main():
                                     bar=_common.show_bar(store), epoch=epoch,
                                     epochs=args.epochs, curves=curves)
         test_acc = _common.evaluate(net, test_data, ctx, args.max_batches)
-        print(_common.epoch_line(store.rank, epoch, stats, test_acc,
-                                 schedule(epoch * updates)), flush=True)
-        _common.report_epoch(epoch, args.epochs, stats, test_acc)
-        curves.epoch(epoch, stats, test_acc, schedule(epoch * updates))
+        _common.end_epoch(store.rank, epoch, args.epochs, stats, test_acc,
+                          schedule(epoch * updates), curves)
     curves.close()
 
 
