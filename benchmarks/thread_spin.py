@@ -20,12 +20,14 @@ from zoo_models import SPECS  # noqa: E402
 from zoo_train import Worker  # noqa: E402
 
 SETTINGS = {
+    # today's default: OpenBLAS sleeps at once, threads follow the free cores
     "default": {},
-    "blas_1": {"OPENBLAS_NUM_THREADS": "1"},
-    # OpenBLAS reads OMP_NUM_THREADS too when OPENBLAS_NUM_THREADS is unset: pin it to 2
-    "ext_1": {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "2"},
+    # the same count fixed at the cores (or OMP_NUM_THREADS): what adapting buys
+    "fixed": {"MINIGLUON_ADAPTIVE_THREADS": "0"},
+    # before issue 16: fixed count, OpenBLAS spinning its default 2^28 cycles
+    "spinning": {"MINIGLUON_ADAPTIVE_THREADS": "0", "OPENBLAS_THREAD_TIMEOUT": "28"},
+    # everything on one thread: the work itself
     "both_1": {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
-    "blas_timeout_4": {"OPENBLAS_THREAD_TIMEOUT": "4"},   # OpenBLAS spins 2^4 cycles
 }
 
 

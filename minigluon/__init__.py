@@ -5,7 +5,19 @@ mx.optimizer, mx.lr_scheduler, mx.metric, mx.random, mx.cpu(), mx.gpu(), mx.Cont
 """
 __version__ = "0.1.0"
 
-from . import base, config  # noqa: F401
+import os as _os
+import sys as _sys
+
+# Before NumPy loads OpenBLAS: its threads should sleep soon after a product instead of
+# spinning for a tenth of a second on cores other work needs (see minigluon/threads.py).
+_blas_loaded = "numpy" in _sys.modules
+_quiet_blas = "OPENBLAS_THREAD_TIMEOUT" not in _os.environ
+if _quiet_blas:
+    _os.environ["OPENBLAS_THREAD_TIMEOUT"] = "4"
+
+from . import base, config, threads  # noqa: F401
+if _quiet_blas and _blas_loaded:   # NumPy came first: its OpenBLAS must re-read the variable
+    threads.reload_blas_environment()
 from . import _allocator
 
 _allocator.tune()

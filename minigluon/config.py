@@ -79,6 +79,13 @@ def compute_threads():
     return min(wanted, cores)
 
 
+def adaptive_threads():
+    """Whether compute threads follow the cores other processes leave free
+    (MINIGLUON_ADAPTIVE_THREADS, default 1; 0 keeps `compute_threads()` fixed). See
+    minigluon/threads.py."""
+    return env_flag("MINIGLUON_ADAPTIVE_THREADS", True)
+
+
 def kvstore_reduction_nthreads():
     """Threads that sum or compress one big array (MXNET_KVSTORE_REDUCTION_NTHREADS, default 4).
 

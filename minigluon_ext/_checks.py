@@ -11,7 +11,8 @@ import numbers
 import numpy as np
 
 from minigluon.base import DTypeError, ShapeError
-from minigluon.config import compute_threads, kvstore_bigarray_bound, kvstore_reduction_nthreads
+from minigluon.config import kvstore_bigarray_bound, kvstore_reduction_nthreads
+from minigluon.threads import compute_threads
 
 FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 WORD = np.dtype(np.uint32)
@@ -204,14 +205,15 @@ LAYER_MIN_WORK = 1 << 15
 
 
 def layer_threads(fn, work, nthreads):
-    """Threads for a layer kernel: `nthreads` as given, else `compute_threads()` (the usable
-    cores, or OMP_NUM_THREADS where set) for big work."""
+    """Threads for a layer kernel: `nthreads` as given, else `compute_threads()` (the free
+    cores, at most OMP_NUM_THREADS where set) for big work."""
     if nthreads is not None:
         if isinstance(nthreads, bool) or not isinstance(nthreads, numbers.Integral) or \
                 nthreads < 1:
             raise ValueError(f"{fn}: nthreads must be an integer >= 1 or None, got {nthreads!r}")
         return int(nthreads)
-    return 1 if work < LAYER_MIN_WORK else compute_threads()
+    free = compute_threads()     # asked on every call: it also keeps BLAS to the count
+    return 1 if work < LAYER_MIN_WORK else free
 
 
 def _pair(fn, name, value, minimum):

@@ -20,7 +20,7 @@ import os
 # `unplaced_units` names it.
 FLOORS = (
     ("foundation", ("base", "config", "context", "_allocator", "profiler", "runtime",
-                    "name", "telemetry")),
+                    "name", "telemetry", "threads")),
     ("autograd", ("autograd",)),
     ("ndarray", ("ndarray", "random")),
     ("front ends", ("symbol", "numpy", "numpy_extension", "util")),

@@ -19,7 +19,7 @@ array module) can also run that formula on recorded arrays, through `TracingXp`,
 import functools
 import logging
 
-from .. import autograd, config, profiler
+from .. import autograd, config, profiler, threads
 from ..base import ContextError, DTypeError, MXNetError, numeric_types
 from ..context import current_context
 from . import sparse_storage
@@ -197,6 +197,7 @@ def invoke(op, args, kwargs, out=None):
 def compute(op, xp, raw, extra, attrs):
     """Run the op on raw inputs: its sparse kernel when an input is sparse and the kernel
     takes these storage types, else the op itself, on dense copies of sparse inputs."""
+    threads.compute_threads()   # every SAMPLE_S at most: holds BLAS to the free cores
     for r in raw:     # a plain loop: this runs on every call of every operator
         if isinstance(r, _CONTAINERS):
             return _compute_sparse(op, xp, raw, extra, attrs)

@@ -12,11 +12,13 @@
  * The claim word holds the task's generation in its high half, so a worker that wakes late
  * can never claim a chunk of a task that has ended.
  *
+ * The caller too spins only briefly for chunks still running elsewhere, then sleeps on a
+ * semaphore that the last chunk's thread posts.
+ *
  * One task runs at a time: a caller that finds the pool busy (another Python thread in a
  * kernel) falls back to mg_parallel_for.  After fork() the child starts from an empty pool.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <time.h>
 
@@ -33,12 +35,14 @@ typedef struct {
 } pool_task;
 
 static pthread_mutex_t call_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static pthread_once_t init_once_flag = PTHREAD_ONCE_INIT;
 static int started;                   /* workers running; guarded by call_lock */
 static sem_t wake[MG_MAX_THREADS];
 static int sleeping[MG_MAX_THREADS];  /* atomic */
 static uint64_t claim;                /* atomic: generation << 32 | next chunk */
 static uint32_t done;                 /* atomic: chunks of the current task finished */
+static sem_t finished;                /* posted when the last chunk ends while the caller sleeps */
+static int caller_sleeping;           /* atomic */
 static pool_task task;                /* written under call_lock before claim publishes it */
 
 static inline uint32_t generation_of(uint64_t c) { return (uint32_t)(c >> 32); }
@@ -72,7 +76,10 @@ static void run_chunks(uint32_t gen)
         size_t begin = task.items * k / n, end = task.items * (k + 1) / n;
         if (begin < end)
             task.fn(task.ctx, begin, end);
-        __atomic_fetch_add(&done, 1, __ATOMIC_RELEASE);
+        /* after this add the caller may return and publish a new task: use only `n` */
+        if (__atomic_add_fetch(&done, 1, __ATOMIC_SEQ_CST) == n &&
+            __atomic_load_n(&caller_sleeping, __ATOMIC_SEQ_CST))
+            sem_post(&finished);
     }
 }
 
@@ -116,12 +123,19 @@ static void child_after_fork(void)
     /* the workers did not survive the fork: start over */
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     call_lock = fresh;
+    sem_destroy(&finished);
+    sem_init(&finished, 0, 0);
+    caller_sleeping = 0;
     started = 0;
     claim = 0;
     done = 0;
 }
 
-static void register_atfork(void) { pthread_atfork(NULL, NULL, child_after_fork); }
+static void init_once(void)
+{
+    sem_init(&finished, 0, 0);
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
 
 /* Start workers until `want` run (fewer if the system refuses); returns how many run. */
 static int start_workers(int want)
@@ -148,6 +162,28 @@ static int start_workers(int want)
 
 static void run_per_call(size_t items, int parts, mg_range_fn fn, void *ctx);
 
+/* Wait until the other threads' chunks are done: spin briefly (a chunk already running
+ * usually ends within microseconds), then sleep until the last one posts.  A caller that
+ * spins or yields for long on a loaded machine takes the core from the very worker it
+ * waits for. */
+static void wait_for_chunks(uint32_t chunks)
+{
+    long until = now_ns() + POLL_NS;
+    for (int i = 0; __atomic_load_n(&done, __ATOMIC_ACQUIRE) < chunks; i++) {
+        if ((i & 63) == 63 && now_ns() > until) {
+            /* announce the sleep, then look again: the last finisher either sees the flag
+             * and posts, or finished before this look (a late post only wakes us early) */
+            __atomic_store_n(&caller_sleeping, 1, __ATOMIC_SEQ_CST);
+            while (__atomic_load_n(&done, __ATOMIC_SEQ_CST) < chunks)
+                while (sem_wait(&finished) != 0) {
+                }
+            __atomic_store_n(&caller_sleeping, 0, __ATOMIC_SEQ_CST);
+            return;
+        }
+        cpu_relax();
+    }
+}
+
 void mg_parallel_items(size_t items, int nthreads, mg_range_fn fn, void *ctx)
 {
     int parts = nthreads < 1 ? 1 : nthreads > MG_MAX_THREADS ? MG_MAX_THREADS : nthreads;
@@ -158,7 +194,7 @@ void mg_parallel_items(size_t items, int nthreads, mg_range_fn fn, void *ctx)
             fn(ctx, 0, items);
         return;
     }
-    pthread_once(&atfork_once, register_atfork);
+    pthread_once(&init_once_flag, init_once);
     if (pthread_mutex_trylock(&call_lock) != 0) {
         run_per_call(items, parts, fn, ctx); /* another thread holds the pool */
         return;
@@ -175,12 +211,7 @@ void mg_parallel_items(size_t items, int nthreads, mg_range_fn fn, void *ctx)
         if (__atomic_load_n(&sleeping[w], __ATOMIC_SEQ_CST))
             sem_post(&wake[w]);
     run_chunks(gen);
-    for (int i = 0; __atomic_load_n(&done, __ATOMIC_ACQUIRE) < task.chunks; i++) {
-        if (i < 1000)
-            cpu_relax();
-        else
-            sched_yield();
-    }
+    wait_for_chunks(task.chunks);
     pthread_mutex_unlock(&call_lock);
 }
 

@@ -481,25 +481,33 @@ def test_pool_works_in_a_forked_child(c):
 
 
 def test_default_threads(monkeypatch):
-    from minigluon import config
+    from minigluon import config, threads
     from minigluon_ext import _checks
+
+    def layer_threads(work):
+        threads.look_again()        # the environment is read every SAMPLE_S at most
+        return _checks.layer_threads("f", work, None)
+    # fixed counts here; tests/test_threads.py tests their following the free cores
+    monkeypatch.setenv("MINIGLUON_ADAPTIVE_THREADS", "0")
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    assert _checks.layer_threads("f", _checks.LAYER_MIN_WORK - 1, None) == 1
+    assert layer_threads(_checks.LAYER_MIN_WORK - 1) == 1
     monkeypatch.setattr(config, "usable_cores", lambda: 3)
-    assert _checks.layer_threads("f", _checks.LAYER_MIN_WORK, None) == 3
+    assert layer_threads(_checks.LAYER_MIN_WORK) == 3
     assert _checks.layer_threads("f", 1, 4) == 4
     # OMP_NUM_THREADS (set per worker by the local launcher) lowers it, never above the cores
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    assert _checks.layer_threads("f", _checks.LAYER_MIN_WORK, None) == 2
+    assert layer_threads(_checks.LAYER_MIN_WORK) == 2
     monkeypatch.setenv("OMP_NUM_THREADS", "8")
-    assert _checks.layer_threads("f", _checks.LAYER_MIN_WORK, None) == 3
+    assert layer_threads(_checks.LAYER_MIN_WORK) == 3
     monkeypatch.setenv("OMP_NUM_THREADS", "2,1")       # OpenMP's nested form
-    assert _checks.layer_threads("f", _checks.LAYER_MIN_WORK, None) == 2
+    assert layer_threads(_checks.LAYER_MIN_WORK) == 2
     for bad in ("zero", "0"):
         monkeypatch.setenv("OMP_NUM_THREADS", bad)
         with pytest.raises(config.ConfigError, match=f"OMP_NUM_THREADS must be a positive "
                            f"integer .*got '{bad}'; unset it"):
-            _checks.layer_threads("f", _checks.LAYER_MIN_WORK, None)
+            layer_threads(_checks.LAYER_MIN_WORK)
+    monkeypatch.undo()
+    threads.look_again()
 
 
 # ---------------------------------------------------------------- the operators on both paths

@@ -11,6 +11,7 @@ from multiprocessing import connection, resource_tracker, shared_memory
 
 import numpy as np
 
+from ... import threads
 from ...ndarray import random as nd_random
 from .shm_arena import Arena, Shared, copy_out, map_leaves, sweep_blocks, unlink_block
 from .worker_task import run_task, seed_worker
@@ -24,6 +25,9 @@ _GRACE_S = 1.0          # how long a worker may take to stop before SIGTERM, the
 
 def _process_worker(dataset, batchify_fn, wid, tasks, results, prefix, seed, parent):
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the main process's to handle
+    # one thread each: N loaders with a BLAS thread per core would take the training
+    # process's cores (PyTorch's loader workers do the same)
+    threads.limit_to_one()
     seed_worker(seed)
     arena = Arena(prefix)
     who = f"worker {wid} (pid {os.getpid()})"

@@ -1,0 +1,176 @@
+"""How many threads compute may use right now, and holding BLAS to that number.
+
+A training process rarely has its host to itself: other workers, servers, DataLoader
+processes and unrelated jobs run beside it. Two things then make a step many times slower
+than the lost share of the cores explains:
+
+- threads that keep a core while they wait. OpenBLAS's threads spin for about 2^28 cycles
+  (a tenth of a second) after each matrix product before they sleep, so between products
+  they take the cores from our own Python thread and from everyone else. We cut that spin
+  to 2^4 cycles (`OPENBLAS_THREAD_TIMEOUT`, set by minigluon/__init__.py where the user has not);
+- more compute threads than free cores. A product split over two threads waits for the
+  slower one; when a busy process holds one of the cores, that thread runs a fraction of
+  the time and the whole product waits for it.
+
+So the count follows the cores actually free: every `SAMPLE_S` seconds (checked by the
+kernels that ask, never by a thread of our own) we read how many tasks the kernel has
+runnable (/proc/loadavg), less our own runnable threads; the median over the last samples
+decides. The count never exceeds `config.compute_threads()` (OMP_NUM_THREADS, which the
+launcher sets to each process's share of the host, or the usable cores), and
+MINIGLUON_ADAPTIVE_THREADS=0 fixes it there. OpenBLAS (through threadpoolctl) and the
+extension's layer kernels both use the count, so they never oversubscribe each other.
+"""
+import os
+import statistics
+import threading
+import time
+
+from . import config
+
+__all__ = ["compute_threads", "look_again", "set_blas_threads", "limit_to_one", "FreeCores",
+           "reload_blas_environment"]
+
+SAMPLE_S = 0.1      # how often the runnable count is read
+WINDOW = 7          # samples whose median decides: one burst does not flip the count
+
+
+def read_runnable(path="/proc/loadavg"):
+    """Tasks the kernel has runnable now, ours included (the 4th field's numerator), or
+    None where the file is missing (not Linux)."""
+    try:
+        with open(path) as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def own_runnable(task_dir="/proc/self/task"):
+    """Threads of this process in state R (running or ready to run)."""
+    count = 0
+    try:
+        names = os.listdir(task_dir)
+    except OSError:
+        return 1
+    for name in names:
+        try:
+            with open(f"{task_dir}/{name}/stat") as f:
+                # the state follows the command name, which is in parentheses
+                if f.read().rpartition(")")[2].split()[0] == "R":
+                    count += 1
+        except (OSError, IndexError):
+            pass        # the thread ended between listing and reading
+    return max(count, 1)
+
+
+class FreeCores:
+    """Cores of ours that other processes leave free, from runnable-task samples.
+
+    `others` is a callable giving the runnable tasks that are not ours, or None where it
+    cannot be known (then every usable core counts as free).
+    """
+
+    def __init__(self, cores, host_cpus, others=None, window=WINDOW):
+        self.cores = cores
+        # runnable tasks spread over the host's CPUs: our share of them lands on our cores
+        self.share = cores / max(host_cpus, cores)
+        self.others = others or self._others
+        self.samples = []
+        self.window = window
+
+    @staticmethod
+    def _others():
+        total = read_runnable()
+        return None if total is None else max(0, total - own_runnable())
+
+    def sample(self):
+        """Take one sample; return the free cores by the median of the recent ones."""
+        others = self.others()
+        if others is None:
+            return self.cores
+        self.samples = (self.samples + [others * self.share])[-self.window:]
+        busy = statistics.median(self.samples)
+        return max(1, min(self.cores, self.cores - int(busy + 0.5)))
+
+
+class _State:
+    lock = threading.Lock()
+    free = None             # FreeCores, made on first use
+    next_sample = 0.0       # monotonic time of the next look at the cores and the cap
+    count = 1               # the count decided at the last look
+    blas = None             # the count BLAS was last set to
+    pinned = None           # limit_to_one() fixed the count
+
+
+def _refresh(now):
+    cap = config.compute_threads()
+    if config.adaptive_threads():
+        if _State.free is None:
+            _State.free = FreeCores(config.usable_cores(), os.cpu_count() or 1)
+        cap = min(cap, _State.free.sample())
+    _State.count, _State.next_sample = cap, now + SAMPLE_S
+    if cap != _State.blas:
+        set_blas_threads(cap)
+
+
+def compute_threads():
+    """Threads a kernel (ours or BLAS) may use now: the free cores, at most
+    `config.compute_threads()`. BLAS is kept at the same number. The cores and the
+    environment are looked at every SAMPLE_S seconds at most; this call is cheap."""
+    if _State.pinned is not None:
+        return _State.pinned
+    now = time.monotonic()
+    if now >= _State.next_sample:
+        with _State.lock:
+            _refresh(now)
+    return _State.count
+
+
+def look_again():
+    """Make the next `compute_threads()` read the environment and the cores afresh."""
+    _State.next_sample = 0.0
+
+
+def set_blas_threads(n):
+    """Hold every BLAS library loaded in this process to `n` threads."""
+    _State.blas = n
+    for lib in _blas_libraries():
+        lib.set_num_threads(n)
+
+
+def limit_to_one():
+    """One compute thread from now on: for helper processes (DataLoader workers) that
+    must not compete with the training threads for cores."""
+    _State.pinned = 1
+    set_blas_threads(1)
+
+
+_LIBS = []
+
+
+def _blas_libraries():
+    """threadpoolctl's controllers of the BLAS libraries loaded now (searched once)."""
+    if not _LIBS:
+        from threadpoolctl import ThreadpoolController
+        _LIBS.extend(c for c in ThreadpoolController().lib_controllers if c.user_api == "blas")
+        _LIBS.append(None)      # marks the search done
+    return [lib for lib in _LIBS if lib is not None]
+
+
+def reload_blas_environment():
+    """Have the loaded OpenBLAS re-read OPENBLAS_* variables and restart its threads with
+    them; True where it could. Call only while no BLAS call runs."""
+    import ctypes
+    done = False
+    for lib in _blas_libraries():
+        if lib.internal_api != "openblas":
+            continue
+        handle = ctypes.CDLL(lib.filepath)
+        read_env = getattr(handle, "openblas_read_env", None)
+        shutdown = getattr(handle, "blas_thread_shutdown_", None)
+        if read_env is None or shutdown is None:
+            continue
+        read_env()
+        shutdown()      # the threads start again, with the new timeout, at the next product
+        lib.set_num_threads(lib.num_threads)
+        done = True
+    return done
