@@ -381,29 +381,23 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False, on_final=
     if finisher is not None:
         finisher.ready()
     for node in order:
-        _run_node(node, node_grads, graph, heads, send, retain_graph)
+        outs = [node_grads.pop((id(node), i), None) for i in range(len(node.out_meta))]
+        if any(g is not None for g in outs):
+            outs = [dense_grad(g, meta[2].xp) if g is not None
+                    else _zeros(meta, graph, heads[0]) for g, meta in zip(outs, node.out_meta)]
+            run = node.backward if graph is None else functools.partial(graph.run, node)
+            if profiler._running and node.op_name != "CachedGraph":  # a graph times its steps
+                in_grads = profiler.timed(f"{node.op_name}_backward", "backward", run, *outs)
+            else:
+                in_grads = run(*outs)
+            for inp, grad in zip(node.inputs, in_grads):
+                if inp is not None and grad is not None and needs_grad(inp):
+                    send(inp, fit_grad(grad if graph is None else graph.wrap(grad, inp), inp))
+            if not retain_graph:
+                node.backward = node.traced = None
         if finisher is not None:
             finisher.ran(node)
     return var_grads
-
-
-def _run_node(node, node_grads, graph, heads, send, retain_graph):
-    """Run one node's backward and send its input gradients on."""
-    outs = [node_grads.pop((id(node), i), None) for i in range(len(node.out_meta))]
-    if all(g is None for g in outs):
-        return
-    outs = [dense_grad(g, meta[2].xp) if g is not None else _zeros(meta, graph, heads[0])
-            for g, meta in zip(outs, node.out_meta)]
-    run = node.backward if graph is None else functools.partial(graph.run, node)
-    if profiler._running and node.op_name != "CachedGraph":   # a graph times its steps
-        in_grads = profiler.timed(f"{node.op_name}_backward", "backward", run, *outs)
-    else:
-        in_grads = run(*outs)
-    for inp, grad in zip(node.inputs, in_grads):
-        if inp is not None and grad is not None and needs_grad(inp):
-            send(inp, fit_grad(grad if graph is None else graph.wrap(grad, inp), inp))
-    if not retain_graph:
-        node.backward = node.traced = None
 
 
 def _zeros(meta, graph, like):
@@ -445,12 +439,11 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
         raise AutogradError(f"got {len(heads)} heads but {len(head_grads)} head_grads")
     # with hooks somewhere, each gradient is stored as soon as it is final (for them);
     # without, all are stored after the pass, which spares the counting
-    store = functools.partial(_store_grad, retain_graph)
+    on_final = functools.partial(_store_grad, retain_graph) if HookHandle.live else None
     with _Scope(False, train_mode):
-        left = _run_backward(heads, head_grads, retain_graph,
-                             on_final=store if HookHandle.live else None)
-        for var, grad in left.values():
-            store(var, grad)
+        left = _run_backward(heads, head_grads, retain_graph, on_final=on_final)
+    for var, grad in left.values():
+        _store_grad(retain_graph, var, grad)
 
 
 def _store_grad(retain_graph, var, grad):

@@ -189,7 +189,7 @@ class _KeyInfo:
     """What a worker knows about a key: its layout, servers and push count."""
 
     __slots__ = ("key", "shape", "dtype", "size", "parts", "pushes", "send_buf",
-                 "send_reqs", "dev_buf", "pull_buf", "segments", "row")
+                 "send_reqs", "dev_buf", "pull_buf", "segments", "row", "later", "later_buf")
 
     def __init__(self, key, shape, dtype, parts, row=None):
         self.key, self.shape, self.dtype, self.parts = key, shape, dtype, parts
@@ -200,6 +200,8 @@ class _KeyInfo:
         self.send_reqs = ()       # pushes that may still read send_buf
         self.dev_buf = None       # device buffer for *_device sums
         self.pull_buf = None
+        self.later = None         # the PendingPull of pull_later not yet waited for
+        self.later_buf = None     # where its value lands until then
         self.segments = {}        # ('push'|'pull', part) -> shared-memory Segment
 
     def row_range(self, offset, length):
@@ -516,6 +518,30 @@ class KVStoreDist(KVStore):
                 for arr in rsp:
                     whole.copyto(arr)                  # converted into row_sparse
 
+    def pull_later(self, key, out):
+        """Start a pull of the dense key `key` and return at once: a `PendingPull` whose
+        `wait()` waits for the reply and copies the value into `out` (one NDArray or one
+        per device). Until then `out` is untouched (the value lands in a buffer of this
+        key), so a caller decides when the new value becomes visible. A key has one
+        pending pull at a time: a new one first completes the previous one.
+
+        >>> kv.push(3, grad); later = kv.pull_later(3, out=weight)   # ... more work ...
+        >>> later.wait()                                             # weight is new now
+        """
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        info = self._info(key, outs, "pull from")
+        if any(o.stype != "default" for o in outs):
+            raise KVStoreError(f"pull_later from key {key!r}: it takes dense outs only, got "
+                               f"{[o.stype for o in outs]}; use pull(..., ignore_sparse="
+                               "False) for row_sparse ones")
+        if info.later is not None:
+            info.later.wait()
+        if info.later_buf is None:
+            info.later_buf = np.empty(info.size, info.dtype)
+        info.later = PendingPull(self._van, self._send_pulls(info, info.later_buf),
+                                 info.later_buf, list(outs), info)
+        return info.later
+
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         """Copy rows of keys into row_sparse outs: each server sends only the asked rows of
         its range (a dense key is pulled whole, then the rows are taken); in dist_sync,
@@ -706,6 +732,33 @@ class KVStoreDist(KVStore):
                         (n // info.row if info.row else info.shape[0],) + info.shape[1:]
                     out[key] = _split_state(state, off, n, rows)
         return out
+
+
+class PendingPull:
+    """A pull in flight (`KVStoreDist.pull_later`): `wait()` makes its outs hold the value."""
+
+    __slots__ = ("_van", "_reqs", "_buf", "_outs", "_info")
+
+    def __init__(self, van, reqs, buf, outs, info):
+        self._van, self._reqs, self._buf, self._outs, self._info = van, reqs, buf, outs, info
+
+    @property
+    def done(self):
+        """True once `wait()` has copied the value into the outs."""
+        return self._outs is None
+
+    def wait(self):
+        """Wait for the reply (within the kvstore's deadline) and copy it into the outs;
+        a second call does nothing."""
+        if self._outs is None:
+            return
+        with pause():
+            self._van.wait(self._reqs)
+            for arr in self._outs:
+                _write(arr, self._buf)
+        self._outs = None
+        if self._info.later is self:
+            self._info.later = None
 
 
 def _rows_on_host(rsp, info):
