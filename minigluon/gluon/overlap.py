@@ -4,7 +4,7 @@ backward() calls a hook on each parameter copy as soon as its gradient is final
 (`autograd.register_post_accumulate_grad_hook`); once every device's copy of a parameter
 is final, the gradients are pushed (they are sums over the batch, not yet scaled: the
 optimizer applies rescale_grad where updates run, on the servers or in `step`) and a pull
-is started. The reply lands in a buffer of the kvstore; `step` makes it visible: with
+is started. Its reply is kept aside by the kvstore; `step` makes it visible: with
 updates on the kvstore it hands each parameter its pending pull, which `Parameter.data()`
 waits for (the next forward waits per parameter, not for all); with updates on the
 workers `step` waits for the summed gradients before it updates. Parameters in reverse
