@@ -299,10 +299,57 @@ def _no_higher_order(op_name):
     return backward
 
 
-def _run_backward(heads, head_grads, retain_graph, create_graph=False):
+def _is_variable(array):
+    """True for a leaf that receives a gradient (marked with attach_grad)."""
+    return array._node is None and array._grad_req not in (None, "null")
+
+
+def _pending_sends(order):
+    """{variable key: how many (node, input) pairs of `order` still send it a gradient}.
+    A variable's gradient is final once every one of them has run."""
+    pending = {}
+    for node in order:
+        for inp in node.inputs:
+            if inp is not None and _is_variable(inp):
+                key = _var_key(inp)
+                pending[key] = pending.get(key, 0) + 1
+    return pending
+
+
+class _Finisher:
+    """Hands each variable's summed gradient to `on_final(var, grad)` as soon as the last
+    node that contributes to it has run (so a hook can use it while backward goes on)."""
+
+    def __init__(self, order, var_grads, on_final):
+        self.pending = _pending_sends(order)
+        self.var_grads, self.on_final = var_grads, on_final
+
+    def ready(self):
+        """Give out what the heads alone made final (a head that is itself a variable)."""
+        for key in [k for k in self.var_grads if not self.pending.get(k)]:
+            self._give(key)
+
+    def ran(self, node):
+        """`node` has sent its gradients: its variables have one sender less."""
+        for inp in node.inputs:
+            if inp is not None and _is_variable(inp):
+                key = _var_key(inp)
+                self.pending[key] -= 1
+                if self.pending[key] == 0:
+                    self._give(key)
+
+    def _give(self, key):
+        entry = self.var_grads.pop(key, None)     # None: every sender gave no gradient
+        if entry is not None:
+            self.on_final(*entry)
+
+
+def _run_backward(heads, head_grads, retain_graph, create_graph=False, on_final=None):
     """Propagate from the heads; returns {key: (var, grad)} for reached variables.
 
-    Gradients are raw buffers, or recorded arrays when `create_graph` is set.
+    Gradients are raw buffers, or recorded arrays when `create_graph` is set. With
+    `on_final(var, grad)`, each variable's gradient goes there as soon as it is final
+    instead (in the order the variables become final) and is left out of the result.
     """
     node_grads, var_grads = {}, {}
     graph = _GraphPass() if create_graph else None
@@ -330,22 +377,26 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False):
     for node in order:
         if node.backward is None:
             raise _freed_error(node)
+    finisher = None if on_final is None else _Finisher(order, var_grads, on_final)
+    if finisher is not None:
+        finisher.ready()
     for node in order:
         outs = [node_grads.pop((id(node), i), None) for i in range(len(node.out_meta))]
-        if all(g is None for g in outs):
-            continue
-        outs = [dense_grad(g, meta[2].xp) if g is not None else _zeros(meta, graph, heads[0])
-                for g, meta in zip(outs, node.out_meta)]
-        run = node.backward if graph is None else functools.partial(graph.run, node)
-        if profiler._running and node.op_name != "CachedGraph":   # a graph times its steps
-            in_grads = profiler.timed(f"{node.op_name}_backward", "backward", run, *outs)
-        else:
-            in_grads = run(*outs)
-        for inp, grad in zip(node.inputs, in_grads):
-            if inp is not None and grad is not None and needs_grad(inp):
-                send(inp, fit_grad(grad if graph is None else graph.wrap(grad, inp), inp))
-        if not retain_graph:
-            node.backward = node.traced = None
+        if any(g is not None for g in outs):
+            outs = [dense_grad(g, meta[2].xp) if g is not None
+                    else _zeros(meta, graph, heads[0]) for g, meta in zip(outs, node.out_meta)]
+            run = node.backward if graph is None else functools.partial(graph.run, node)
+            if profiler._running and node.op_name != "CachedGraph":  # a graph times its steps
+                in_grads = profiler.timed(f"{node.op_name}_backward", "backward", run, *outs)
+            else:
+                in_grads = run(*outs)
+            for inp, grad in zip(node.inputs, in_grads):
+                if inp is not None and grad is not None and needs_grad(inp):
+                    send(inp, fit_grad(grad if graph is None else graph.wrap(grad, inp), inp))
+            if not retain_graph:
+                node.backward = node.traced = None
+        if finisher is not None:
+            finisher.ran(node)
     return var_grads
 
 
@@ -386,13 +437,76 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     head_grads = [None] * len(heads) if head_grads is None else _as_list(head_grads)
     if len(head_grads) != len(heads):
         raise AutogradError(f"got {len(heads)} heads but {len(head_grads)} head_grads")
+    # with hooks somewhere, each gradient is stored as soon as it is final (for them);
+    # without, all are stored after the pass, which spares the counting
+    on_final = functools.partial(_store_grad, retain_graph) if HookHandle.live else None
     with _Scope(False, train_mode):
-        var_grads = _run_backward(heads, head_grads, retain_graph)
-    for var, grad in var_grads.values():
-        if var._grad is None:
-            continue
-        var._grad._write_dense(grad, add=var._grad_req == "add")
-        var._fresh_grad = True
+        left = _run_backward(heads, head_grads, retain_graph, on_final=on_final)
+    for var, grad in left.values():
+        _store_grad(retain_graph, var, grad)
+
+
+def _store_grad(retain_graph, var, grad):
+    """Write a variable's final gradient, then run its post-accumulate hooks."""
+    if var._grad is None:
+        return
+    var._grad._write_dense(grad, add=var._grad_req == "add")
+    var._fresh_grad = True
+    hooks = getattr(var, "_grad_hooks", None)
+    if hooks:
+        _state.retaining = retain_graph
+        try:
+            for hook in list(hooks.values()):
+                hook(var)
+        finally:
+            _state.retaining = False
+
+
+def is_retaining_graph():
+    """True inside a post-accumulate-grad hook run by `backward(retain_graph=True)`: the
+    graph stays, so another backward may still change the gradient before it is used."""
+    return _get("retaining", False)
+
+
+class HookHandle:
+    """What `register_post_accumulate_grad_hook` returns; `remove()` unregisters."""
+
+    _ids = itertools.count()
+    live = 0        # hooks registered and not removed, in this process
+
+    def __init__(self, hooks):
+        self._hooks, self.id = hooks, next(self._ids)
+        HookHandle.live += 1
+
+    def remove(self):
+        """Unregister the hook (a second call does nothing)."""
+        if self._hooks.pop(self.id, None) is not None:
+            HookHandle.live -= 1
+
+
+def register_post_accumulate_grad_hook(variable, hook):
+    """Call `hook(variable)` in every `backward()` as soon as `variable`'s gradient is
+    final: written into `variable.grad` (added to it for grad_req='add') after the last
+    recorded operator that contributes to it ran, while backward goes on with the rest of
+    the graph. PyTorch's name and shape; Gluon's Trainer pushes gradients from it. A
+    variable no gradient reached in a pass gets no call; `autograd.grad` calls no hooks.
+    Returns a handle whose `remove()` unregisters the hook::
+
+        w.attach_grad()
+        handle = autograd.register_post_accumulate_grad_hook(w, lambda v: print(v.grad))
+    """
+    if not _is_array(variable) or not _is_variable(variable):
+        raise AutogradError(
+            "register_post_accumulate_grad_hook: the array is not a variable; call "
+            "attach_grad() on it first (hooks run when a variable's gradient is written)")
+    if not callable(hook):
+        raise AutogradError(f"register_post_accumulate_grad_hook: hook must be callable, "
+                            f"got {type(hook).__name__}")
+    if getattr(variable, "_grad_hooks", None) is None:
+        variable._grad_hooks = {}
+    handle = HookHandle(variable._grad_hooks)
+    variable._grad_hooks[handle.id] = hook
+    return handle
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,

@@ -94,6 +94,12 @@ def kvstore_reduction_nthreads():
     return min(env_int("MXNET_KVSTORE_REDUCTION_NTHREADS", 4, minimum=1), usable_cores())
 
 
+def overlap():
+    """MINIGLUON_OVERLAP (default 1): a Trainer on a distributed kvstore pushes gradients
+    while backward runs (gluon/overlap.py); 0 pushes them all in step."""
+    return env_flag("MINIGLUON_OVERLAP", True)
+
+
 def kvstore_bigarray_bound():
     """Arrays with more elements than this are big (MXNET_KVSTORE_BIGARRAY_BOUND, default 1e6).
 

@@ -89,6 +89,7 @@ class Parameter:
         self.stype = _check_stype(name, "stype", stype)
         self.grad_stype = _check_stype(name, "grad_stype", grad_stype)
         self._trainer = None       # the Trainer updating this parameter (_set_trainer)
+        self._pending_pull = None  # the new value on its way from a dist kvstore (overlap)
 
     def __repr__(self):
         stypes = "".join(f", {what}={value}" for what, value in
@@ -228,6 +229,18 @@ class Parameter:
             "create the Trainer from net.collect_params()")
 
     # ---- access -----------------------------------------------------------------------
+    def _pull_later(self, pending):
+        """The Trainer's step started pulling the new value (`pending`, a PendingPull of
+        the kvstore): it reaches the devices when the value is next read."""
+        self._wait_pull()
+        self._pending_pull = pending
+
+    def _wait_pull(self):
+        """Wait for the value a step pulls (overlap.py), so that every read sees it."""
+        pending, self._pending_pull = self._pending_pull, None
+        if pending is not None:
+            pending.wait()
+
     def _pick(self, arrays, ctx, what):
         if ctx is None:
             if len(self._ctx_list) == 1:
@@ -241,12 +254,16 @@ class Parameter:
         A row_sparse parameter is read with `row_sparse_data` instead."""
         self._check_dense("data", "row_sparse_data(row_id)")
         self._check_initialized()
+        if self._pending_pull is not None:
+            self._wait_pull()
         return self._pick(self._data, ctx, "data")
 
     def list_data(self):
         """The values on every context, in list_ctx() order."""
         self._check_dense("list_data", "list_row_sparse_data(row_id)")
         self._check_initialized()
+        if self._pending_pull is not None:
+            self._wait_pull()
         return list(self._data)
 
     def _check_dense(self, what, instead):
@@ -330,6 +347,7 @@ class Parameter:
             init, ctx, default_init, _ = self._deferred_init
             self._deferred_init = (init, ctx, default_init, data)
             return
+        self._wait_pull()                   # its value must not land on the new one
         if self._trainer is not None:       # a store holding the old weights must forget them
             self._trainer._on_param_loaded(self)
         for arr in self._data:
@@ -353,7 +371,7 @@ class Parameter:
         ctx = _ctx_list(ctx)
         if self._data is not None:
             with autograd.pause():
-                self._init_impl(self._reduce(), ctx)
+                self._init_impl(self._reduce(), ctx)   # _reduce waits for a pending pull
         elif self._deferred_init:
             init, _, default_init, data = self._deferred_init
             self._deferred_init = (init, ctx, default_init, data)
@@ -365,6 +383,7 @@ class Parameter:
         self.dtype = np.dtype(dtype).type
         if self._data is None:
             return
+        self._wait_pull()
         with autograd.pause():
             self._data = [d.astype(dtype) for d in self._data]
             self._init_grad()
@@ -382,6 +401,7 @@ class Parameter:
         """The value gathered on cpu(0), for saving. A row_sparse parameter with a Trainer
         takes every row from its kvstore, which holds the current weights."""
         self._check_initialized()
+        self._wait_pull()
         if self.stype == "default" or self._trainer is None:
             return self._data[0].copyto(cpu())
         out = zeros(self.shape, ctx=cpu(), dtype=self.dtype, stype=self.stype)

@@ -11,6 +11,12 @@ kvstore, which updates it; a device reads the rows it needs with `row_sparse_pul
 (`Parameter.row_sparse_data`). A row_sparse gradient (`grad_stype='row_sparse'`, e.g.
 `nn.Embedding(sparse_grad=True)`) is pushed as such, so only the rows it stores change.
 
+On a distributed kvstore, gradients are pushed while backward runs (overlap.py,
+docs/overlap.md): each parameter's as soon as backward has made it final, and its new
+value is pulled before the next forward reads it. The parameters after each step are
+bit-identical to those without overlap; `overlap=False` or MINIGLUON_OVERLAP=0 turns it
+off.
+
 Out of scope: AMP loss scaling.
 """
 from .. import autograd
@@ -21,9 +27,10 @@ from ..base import MXNetError
 from ..kvstore.modes import mode_of
 from .. import telemetry
 from ..ndarray import NDArray
+from .overlap import GradientOverlap, OverlapError
 from .parameter import Parameter, ParameterDict
 
-__all__ = ["Trainer", "StaleGradientError", "UpdateOnKVStoreError"]
+__all__ = ["Trainer", "StaleGradientError", "UpdateOnKVStoreError", "OverlapError"]
 
 
 class StaleGradientError(MXNetError, UserWarning):
@@ -58,6 +65,11 @@ class Trainer:
         with a parameter above 16M elements; for row_sparse gradients only on a dist
         store; always for row_sparse weights and dist_async; never for a kvstore without
         the 'optimizer' capability (e.g. a registered KVStoreBase such as 'teststore').
+    overlap : bool, optional
+        On a distributed kvstore, push each gradient while backward still runs and pull
+        its new value before the next forward reads it (results are bit-identical to
+        False, see docs/overlap.md). Default: MINIGLUON_OVERLAP (on). Local stores
+        ignore it.
 
     >>> trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
     >>> with autograd.record():
@@ -67,7 +79,7 @@ class Trainer:
     """
 
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
-                 compression_params=None, update_on_kvstore=None):
+                 compression_params=None, update_on_kvstore=None, overlap=None):
         self._params = _param_list(params)
         self._param2idx = {id(p): i for i, p in enumerate(self._params)}
         for param in self._params:
@@ -80,6 +92,8 @@ class Trainer:
             raise MXNetError(f"kvstore must be a str such as 'device', a KVStore or None, "
                              f"got {type(kvstore).__name__}")
         self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._overlap_wanted = config.overlap() if overlap is None else bool(overlap)
+        self._overlap = None        # a GradientOverlap while a dist store is in use
         self._compression_params = compression_params
         self._kv_initialized = False
         self._kvstore = None
@@ -95,6 +109,10 @@ class Trainer:
                              "the other workers and the servers keep its weights. Load "
                              "parameters before creating the Trainer")
         self._keep_sparse_weights()
+        self._wait_pulls()
+        if self._overlap is not None:
+            self._overlap.remove()
+            self._overlap = None
         self._kv_initialized = False
         self._kvstore = None
         self._distributed = False
@@ -158,6 +176,9 @@ class Trainer:
                 kvstore.set_gradient_compression(self._compression_params)
             if self._update_on_kvstore:
                 kvstore.set_optimizer(self._optimizer)
+            if self._overlap_wanted and mode.distributed and hasattr(kvstore, "pull_later"):
+                self._overlap = GradientOverlap(self._params, kvstore,
+                                                pull_weights=self._update_on_kvstore)
         self._kvstore = kvstore
         self._kv_initialized = True
 
@@ -264,6 +285,9 @@ class Trainer:
             self._init_kvstore()
         if self._params_to_init:
             self._init_params()
+        if self._overlap is not None:
+            waiting = set(self._params_to_init)
+            self._overlap.install(i for i, _ in self._trainable() if i not in waiting)
 
     # ---- public API ---------------------------------------------------------------------
     @property
@@ -279,8 +303,21 @@ class Trainer:
         >>> trainer.set_learning_rate(trainer.learning_rate * 0.1)
         """
         if self._update_on_kvstore:
+            self._settle("set_learning_rate")
             self._kvstore.set_learning_rate(lr)
         self._optimizer.set_learning_rate(lr)
+
+    def _settle(self, what):
+        """Before a call that reads or changes the servers' optimizer: every update of the
+        last step applied there (its pulls answered), and none of the next one pushed
+        yet (overlap could not tell on which side of the call the servers apply it)."""
+        if self._overlap is not None and self._overlap.pushing():
+            raise OverlapError(
+                f"trainer.{what}() between backward and trainer.step(): overlap already "
+                "pushed some of this step's gradients, and the servers may apply them "
+                f"before or after the {what}; call it before the forward pass or after "
+                "step, or switch overlap off (overlap=False or MINIGLUON_OVERLAP=0)")
+        self._wait_pulls()
 
     @property
     def optimizer(self):
@@ -297,6 +334,7 @@ class Trainer:
         self._check_and_rescale_grad(self._scale / batch_size)
         self._prepare()
         self._check_ready("step")
+        self._wait_pulls()           # a value pulled at the last step that nobody read
         self._check_fresh(ignore_stale_grad)     # before the store applies any update
         telemetry.worker().add_samples(batch_size)  # before the pushes that end the step
         self._allreduce_grads()
@@ -325,6 +363,7 @@ class Trainer:
         """Save the optimizer and its states (momenta, update counts...) to `fname`."""
         self._prepare()
         if self._update_on_kvstore:
+            self._settle("save_states")
             if self._params_to_init:
                 raise MXNetError("save_states: some parameters are still waiting for "
                                  "deferred initialization; run a training step first")
@@ -337,6 +376,7 @@ class Trainer:
         """Load what `save_states` wrote; training continues exactly where it stopped."""
         self._prepare()
         if self._update_on_kvstore:
+            self._settle("load_states")
             self._kvstore.load_optimizer_states(fname)
             self._optimizer = self._kvstore.optimizer
         else:
@@ -378,10 +418,20 @@ class Trainer:
                 if not _grad_is_fresh(arr):
                     raise _stale_error(param, arr.context)
 
+    def _wait_pulls(self):
+        for _, param in self._trainable():
+            param._wait_pull()
+
     def _allreduce_grads(self):
+        early = self._overlap.end_round() if self._overlap is not None else {}
         for i, param in self._trainable():
             grads = param.list_grad()
-            if self._kvstore is None:
+            if i in early:
+                if self._update_on_kvstore:
+                    param._pull_later(early[i])     # Parameter.data() waits for it
+                else:
+                    early[i].wait()                 # the sum, into the gradients
+            elif self._kvstore is None:
                 _sum_over_devices(grads)
             elif self._update_on_kvstore:
                 self._kvstore.push(i, grads, priority=-i)
@@ -395,7 +445,8 @@ class Trainer:
     def _update(self):
         if self._update_on_kvstore:
             for i, param in self._trainable():
-                if param.stype == "default":     # row_sparse weights are pulled by rows
+                if param.stype == "default" and param._pending_pull is None:
+                    # row_sparse weights are pulled by rows; early pushes pulled already
                     self._kvstore.pull(i, param._data, priority=-i)
                 for arr in param._data:
                     _mark_grad_stale(arr)

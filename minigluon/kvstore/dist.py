@@ -189,7 +189,7 @@ class _KeyInfo:
     """What a worker knows about a key: its layout, servers and push count."""
 
     __slots__ = ("key", "shape", "dtype", "size", "parts", "pushes", "send_buf",
-                 "send_reqs", "dev_buf", "pull_buf", "segments", "row")
+                 "send_reqs", "dev_buf", "pull_buf", "segments", "row", "later")
 
     def __init__(self, key, shape, dtype, parts, row=None):
         self.key, self.shape, self.dtype, self.parts = key, shape, dtype, parts
@@ -200,6 +200,7 @@ class _KeyInfo:
         self.send_reqs = ()       # pushes that may still read send_buf
         self.dev_buf = None       # device buffer for *_device sums
         self.pull_buf = None
+        self.later = None         # the PendingPull of pull_later not yet waited for
         self.segments = {}        # ('push'|'pull', part) -> shared-memory Segment
 
     def row_range(self, offset, length):
@@ -491,6 +492,9 @@ class KVStoreDist(KVStore):
                                "device) to copy the value into")
         pairs = [(self._info(k, o, "pull from"), o)
                  for k, o in self._grouped(key, out, "pull")]
+        for info, _ in pairs:
+            if info.later is not None:      # it reads the pull segment on wait
+                info.later.wait()
         reqs, todo, sparse = [], [], []
         with pause():
             for info, outs in pairs:
@@ -516,6 +520,29 @@ class KVStoreDist(KVStore):
                 for arr in rsp:
                     whole.copyto(arr)                  # converted into row_sparse
 
+    def pull_later(self, key, out):
+        """Start a pull of the dense key `key` and return at once: a `PendingPull` whose
+        `wait()` waits for the reply and copies the value into `out` (one NDArray or one
+        per device). Until then `out` is untouched (the replies are kept as they come),
+        so a caller decides when the new value becomes visible. A key has one pending
+        pull at a time: a new one, and any other pull of the key, first completes it.
+
+        >>> kv.push(3, grad); later = kv.pull_later(3, out=weight)   # ... more work ...
+        >>> later.wait()                                             # weight is new now
+        """
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        info = self._info(key, outs, "pull from")
+        if any(o.stype != "default" for o in outs):
+            raise KVStoreError(f"pull_later from key {key!r}: it takes dense outs only, got "
+                               f"{[o.stype for o in outs]}; use pull(..., ignore_sparse="
+                               "False) for row_sparse ones")
+        if info.later is not None:
+            info.later.wait()
+        later = PendingPull(self._van, info, list(outs))
+        later.reqs = self._send_pulls(info, None, fill=later.keep)
+        info.later = later
+        return later
+
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         """Copy rows of keys into row_sparse outs: each server sends only the asked rows of
         its range (a dense key is pulled whole, then the rows are taken); in dist_sync,
@@ -527,6 +554,8 @@ class KVStoreDist(KVStore):
             for k, pairs in groups:
                 outs = [o for o, _ in pairs]
                 info = self._info(k, outs, "row_sparse_pull from", dtype=False)   # casts
+                if info.later is not None:         # it reads the pull segment on wait
+                    info.later.wait()
                 check_row_sparse_outs(k, outs)
                 whole = None                # a dense key is pulled whole, once
                 if info.row is None:
@@ -566,7 +595,9 @@ class KVStoreDist(KVStore):
                                           on_reply=replies.expect(hi - lo)))
         return replies
 
-    def _send_pulls(self, info, dest):
+    def _send_pulls(self, info, dest, fill=None):
+        """Ask every server of a dense key for its slice; each reply is copied into its
+        slice of `dest` as it comes, or with `fill(part, seg, reply)` handed on."""
         reqs = []
         for i, (server, off, n) in enumerate(info.parts):
             msg = Message(Cmd.PULL, key=info.key, store=self._store, flags=self._flags,
@@ -577,9 +608,10 @@ class KVStoreDist(KVStore):
                 seg = self._segment(info, "pull", i)
                 msg.flags |= Flag.SHM
                 msg.payload = [SegmentName(seg.name).encode()]
-            fill = functools.partial(_fill, dest[off:off + n], info.key, seg)
+            on_reply = functools.partial(_fill, dest[off:off + n], info.key, seg) \
+                if fill is None else functools.partial(fill, i, seg)
             reqs.append(self._van.request(server_name(server), msg,
-                                          f"pull from key {info.key!r}", on_reply=fill))
+                                          f"pull from key {info.key!r}", on_reply=on_reply))
         return reqs
 
     # ---- optimizer ------------------------------------------------------------------
@@ -706,6 +738,51 @@ class KVStoreDist(KVStore):
                         (n // info.row if info.row else info.shape[0],) + info.shape[1:]
                     out[key] = _split_state(state, off, n, rows)
         return out
+
+
+class PendingPull:
+    """A pull in flight (`KVStoreDist.pull_later`): `wait()` makes its outs hold the value.
+    The replies are kept as they come (a message, or the pull segment the server wrote)
+    and copied only then, straight into the first out when it allows."""
+
+    __slots__ = ("_van", "reqs", "_outs", "_info", "_replies")
+
+    def __init__(self, van, info, outs):
+        self._van, self._info, self._outs = van, info, outs
+        self.reqs, self._replies = [], {}
+
+    def keep(self, part, seg, reply):
+        """on_reply of part `part`: hold the reply until `wait`."""
+        self._replies[part] = (seg, reply)
+
+    @property
+    def done(self):
+        """True once `wait()` has copied the value into the outs."""
+        return self._outs is None
+
+    def wait(self):
+        """Wait for the reply (within the kvstore's deadline) and copy it into the outs;
+        a second call does nothing."""
+        if self._outs is None:
+            return
+        info, outs = self._info, self._outs
+        with pause():
+            self._van.wait(self.reqs)
+            dest = _direct_view(outs[0])          # the first out gets the bytes, the
+            if dest is None:                      # others a copy of them
+                if info.pull_buf is None:
+                    info.pull_buf = np.empty(info.size, info.dtype)
+                dest = info.pull_buf
+            else:
+                outs = outs[1:]
+            for part, (_, off, n) in enumerate(info.parts):
+                seg, reply = self._replies[part]
+                _fill(dest[off:off + n], info.key, seg, reply)
+            for arr in outs:
+                _write(arr, dest)
+        self._outs = self._replies = None
+        if self._info.later is self:
+            self._info.later = None
 
 
 def _rows_on_host(rsp, info):

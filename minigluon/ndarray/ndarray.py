@@ -38,7 +38,7 @@ class NDArray:
     """An array on a device. Create one with `mx.nd.array`, `mx.nd.zeros`, ..."""
 
     __slots__ = ("_data", "_ctx", "_node", "_out_index", "_grad", "_grad_req", "_fresh_grad",
-                 "__weakref__")
+                 "_grad_hooks", "__weakref__")
     __array_ufunc__ = None    # numpy defers to our reflected operators
     __array_priority__ = 1000.0
 
@@ -50,6 +50,7 @@ class NDArray:
         self._grad = None
         self._grad_req = None
         self._fresh_grad = False   # set by autograd.backward, cleared by Trainer.step
+        self._grad_hooks = None    # {id: hook}: autograd.register_post_accumulate_grad_hook
 
     # ---- attributes -------------------------------------------------------------------
     @property
