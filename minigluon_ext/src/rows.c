@@ -13,7 +13,9 @@
 
 #include "rows.h"
 
+#ifndef PREFETCH_AHEAD
 #define PREFETCH_AHEAD 8 /* rows: about a few hundred ns of latency hidden */
+#endif
 
 static void prefetch_row(const char *row, size_t bytes, int write)
 {
