@@ -78,6 +78,8 @@ one thread, GIL released):
 - `rows_sgd_update(weight, ids, grad, mom, ...)`: sgd_update's step on the rows `ids`
   (sorted, unique, in range) of weight and mom, grad row i for ids[i]; the same bits as
   gathering the rows, stepping them and scattering them back.
+- `rows_adam_update(weight, ids, grad, mean, var, lr, beta1, beta2, epsilon, wd, ...)`: the
+  same for optimizer/adam.py's step (lr bias-corrected by the caller), float32/float64.
 
 Except for the two batch-norm sums, both paths give the same bits.  Layer kernels take
 `nthreads=None`: one thread below 32768 elements of work, else all usable cores.
@@ -123,6 +125,7 @@ __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequa
            "winograd_output_adjoint", "winograd_input_adjoint", "max_pool2d", "max_pool2d_backward",
            "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
            "relu", "relu_backward", "sgd_update", "rows_sum", "rows_take", "rows_sgd_update",
+           "rows_adam_update",
            "LAYER_DTYPES", "winograd_tiles", "native", "fallback"]
 
 # dtypes the layer kernels take
@@ -371,3 +374,14 @@ def rows_sgd_update(weight, ids, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0,
     """
     return _impl.rows_sgd_update(weight, ids, grad, mom, lr, wd, momentum, rescale_grad,
                                  clip_gradient)
+
+
+def rows_adam_update(weight, ids, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                     wd=0.0, rescale_grad=1.0, clip_gradient=None):
+    """Adam's step (optimizer/adam.py, `lr` already bias-corrected) on the rows `ids`
+    (sorted, unique, in range) of weight, mean and var only, in place. Returns weight.
+
+    >>> rows_adam_update(table, np.array([3, 7]), grad_rows, mean, var, lr=1e-3)
+    """
+    return _impl.rows_adam_update(weight, ids, grad, mean, var, lr, beta1, beta2, epsilon, wd,
+                                  rescale_grad, clip_gradient)

@@ -637,3 +637,23 @@ def rows_sgd_update(weight, ids, grad, mom, lr, wd, momentum, rescale_grad, clip
                 (("lr", lr), ("wd", wd), ("momentum", momentum), ("rescale_grad", rescale_grad))]
     clip = 0.0 if clip_gradient is None else real(fn, "clip_gradient", clip_gradient)
     return (*numbers_, clip)
+
+
+def rows_adam_update(weight, ids, grad, mean, var, numbers_):
+    """Check rows_adam_update's arguments; return its numbers (a dict) as floats, clip 0
+    when off."""
+    fn = "rows_adam_update"
+    table(fn, "weight", weight, dtypes=LAYER_FLOATS, writable=True)
+    row_ids(fn, "ids", ids, rows=weight.shape[0])
+    rows_of(fn, "grad", grad, ids.size, weight.shape[1:], weight.dtype)
+    apart(fn, "grad", grad, "weight", weight)
+    for name, state in (("mean", mean), ("var", var)):
+        array(fn, name, state, writable=True, dtypes=LAYER_FLOATS)
+        like(fn, name, state, "weight", weight)
+        for other_name, other in (("weight", weight), ("grad", grad)):
+            apart(fn, name, state, other_name, other)
+    apart(fn, "var", var, "mean", mean)
+    clip = numbers_.pop("clip_gradient")
+    out = {name: real(fn, name, value) for name, value in numbers_.items()}
+    out["clip_gradient"] = 0.0 if clip is None else real(fn, "clip_gradient", clip)
+    return out

@@ -421,6 +421,29 @@ def rows_sgd_update(weight, ids, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0,
     return weight
 
 
+def rows_adam_update(weight, ids, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                     wd=0.0, rescale_grad=1.0, clip_gradient=None):
+    """One Adam step on the rows `ids` of weight, mean and var in place, in NumPy: the
+    rows gathered, adam.py's lines run on them with Python-float scalars, scattered back."""
+    v = check.rows_adam_update(weight, ids, grad, mean, var, dict(
+        lr=lr, beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd, rescale_grad=rescale_grad,
+        clip_gradient=clip_gradient))
+    w, m, s = (np.take(a, ids, axis=0) for a in (weight, mean, var))
+    g = grad * v["rescale_grad"]
+    if v["wd"]:
+        g += v["wd"] * w
+    if v["clip_gradient"] > 0:
+        np.clip(g, -v["clip_gradient"], v["clip_gradient"], out=g)
+    m *= v["beta1"]
+    m += (1.0 - v["beta1"]) * g
+    s *= v["beta2"]
+    s += (1.0 - v["beta2"]) * (g * g)
+    with np.errstate(invalid="ignore"):        # inf / inf is NaN, quietly, as in C
+        w -= v["lr"] * m / (np.sqrt(s) + v["epsilon"])
+    weight[ids], mean[ids], var[ids] = w, m, s
+    return weight
+
+
 def _padded(x, ph, pw, fill):
     if not (ph or pw):
         return x

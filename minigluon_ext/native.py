@@ -205,6 +205,17 @@ def rows_sgd_update(weight, ids, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0,
     return weight
 
 
+def rows_adam_update(weight, ids, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                     wd=0.0, rescale_grad=1.0, clip_gradient=None):
+    """One Adam step on the rows `ids` of weight, mean and var in place, in C."""
+    v = check.rows_adam_update(weight, ids, grad, mean, var, dict(
+        lr=lr, beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd, rescale_grad=rescale_grad,
+        clip_gradient=clip_gradient))
+    _kernels.rows_adam(weight, weight.shape[0], ids, grad, mean, var, v["lr"], v["beta1"],
+                       v["beta2"], v["epsilon"], v["wd"], v["rescale_grad"], v["clip_gradient"])
+    return weight
+
+
 def describe():
     """A few words on this path for the log: which SIMD paths the CPU enables."""
     feats = _kernels.tuning()

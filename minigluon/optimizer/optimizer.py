@@ -342,9 +342,9 @@ class Optimizer:
         lazy = stype_of(grad) == "row_sparse" and self._lazy_rows(weight, state)
         update_rows(xp, lambda w, g, s: self._step(xp, index, w, g, s, lr, wd),
                     weight, grad, state, lazy,
-                    lambda w, rows, g, s: self._step_rows(xp, w, rows, g, s, lr, wd))
+                    lambda w, rows, g, s: self._step_rows(xp, index, w, rows, g, s, lr, wd))
 
-    def _step_rows(self, xp, weight, rows, grad, state, lr, wd):
+    def _step_rows(self, xp, index, weight, rows, grad, state, lr, wd):
         """A lazy update done in place on the rows `rows` of the whole `weight` and
         `state` (dense raw arrays; `grad` holds one row per id), when this rule has a
         kernel for it: True if done. The default has none: the rows are gathered, run

@@ -50,7 +50,7 @@ class SGD(Optimizer):
     def _lazy_rows(self, weight, state):
         return self.lazy_update and not self.layerwise and lazy_storage(weight, state)
 
-    def _step_rows(self, xp, weight, rows, grad, state, lr, wd):
+    def _step_rows(self, xp, index, weight, rows, grad, state, lr, wd):
         if not _in_place_rows(xp, weight, rows, grad, state):
             return False
         # the rows' gather, step and scatter in one pass: the bits of _step on them

@@ -943,6 +943,46 @@ static PyObject *py_rows_sgd(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* rows_adam(weight, rows, ids, grad, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip) */
+static PyObject *py_rows_adam(PyObject *self, PyObject *args)
+{
+    static const char *fn = "rows_adam";
+    PyObject *w_obj, *ids_obj, *grad_obj, *mean_obj, *var_obj;
+    Py_ssize_t rows;
+    int dtype;
+    mg_buffers b = {.held = 0};
+    mg_adam_args a;
+    if (!PyArg_ParseTuple(args, "OnOOOOddddddd", &w_obj, &rows, &ids_obj, &grad_obj, &mean_obj,
+                          &var_obj, &a.lr, &a.beta1, &a.beta2, &a.epsilon, &a.wd, &a.rescale,
+                          &a.clip))
+        return NULL;
+    Py_buffer *w = take_float(&b, w_obj, 1, 0, fn, "weight", &dtype);
+    if (!w)
+        return fail(&b);
+    Py_ssize_t width = table_width(w, rows, fn, "weight");
+    Py_buffer *ids = width >= 0 ? take_ids(&b, ids_obj, fn, "ids") : NULL;
+    if (!ids)
+        return fail(&b);
+    size_t k = (size_t)count(ids), n = (size_t)count(w);
+    Py_buffer *grad = take_like(&b, grad_obj, 0, fn, "grad", dtype, k * (size_t)width);
+    Py_buffer *mean = grad ? take_like(&b, mean_obj, 1, fn, "mean", dtype, n) : NULL;
+    Py_buffer *var = mean ? take_like(&b, var_obj, 1, fn, "var", dtype, n) : NULL;
+    if (!var)
+        return fail(&b);
+    a.dtype = dtype;
+    int64_t bad;
+    Py_BEGIN_ALLOW_THREADS
+    bad = mg_rows_adam(&a, w->buf, mean->buf, var->buf, (size_t)rows, (size_t)width, ids->buf,
+                       k, grad->buf);
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        bad_row(fn, ids->buf, bad, rows);
+        return fail(&b);
+    }
+    release_all(&b);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_tuning(PyObject *self, PyObject *unused)
 {
     return Py_BuildValue("{s:O,s:O,s:n}", "avx2", mg_cpu.avx2 ? Py_True : Py_False, "f16c",
@@ -1003,6 +1043,9 @@ static PyMethodDef methods[] = {
     {"rows_take", py_rows_take, METH_VARARGS, "rows_take(table, rows, ids, out)"},
     {"rows_sgd", py_rows_sgd, METH_VARARGS,
      "rows_sgd(weight, rows, ids, grad, mom_or_None, lr, wd, momentum, rescale, clip)"},
+    {"rows_adam", py_rows_adam, METH_VARARGS,
+     "rows_adam(weight, rows, ids, grad, mean, var, lr, beta1, beta2, epsilon, wd, rescale, "
+     "clip)"},
     {"tuning", py_tuning, METH_NOARGS, "SIMD paths in use and the streaming-store bound."},
     {"set_tuning", (PyCFunction)(void (*)(void))py_set_tuning, METH_VARARGS | METH_KEYWORDS,
      "set_tuning(*, avx2, f16c, stream_bytes) -> previous settings (for tests)."},

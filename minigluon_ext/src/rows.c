@@ -9,6 +9,7 @@
  * the update calls sgd.c's own step on each row.  One thread: a server shares the host's
  * cores with its workers, and the GIL is released meanwhile (module.c).
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "rows.h"
@@ -158,6 +159,56 @@ int64_t mg_rows_sgd(const mg_sgd_args *step, void *w, void *mom, size_t rows, si
         row.mom = mom ? (char *)mom + at : NULL;
         row.grad = (const char *)grad + i * bytes;
         mg_sgd_task(&row, 0, blocks);
+    }
+    return -1;
+}
+
+/* ---- Adam on rows ------------------------------------------------------------------- */
+/* adam.py: g = grad*rescale (+ wd*w) clipped; mean = mean*b1 + (1-b1)*g;
+ * var = var*b2 + (1-b2)*(g*g); w = w - (lr*mean) / (sqrt(var) + eps).  The Python scalars
+ * act in the arrays' dtype (NumPy's rule for Python floats), 1 - b1 rounded once. */
+#define DEFINE_ADAM_ROW(T, SUF, SQRT)                                                        \
+    MG_CLONES static void adam_row_##SUF(const mg_adam_args *a, T *restrict w,              \
+                                         T *restrict mean, T *restrict var,                 \
+                                         const T *restrict grad, size_t n)                  \
+    {                                                                                        \
+        const T rescale = (T)a->rescale, wd = (T)a->wd, clip = (T)a->clip, lr = (T)a->lr;    \
+        const T b1 = (T)a->beta1, b2 = (T)a->beta2, eps = (T)a->epsilon;                     \
+        const T c1 = (T)(1.0 - a->beta1), c2 = (T)(1.0 - a->beta2);                          \
+        const int clipping = a->clip > 0, decay = a->wd != 0;                                \
+        for (size_t i = 0; i < n; i++) {                                                     \
+            T g = grad[i] * rescale;                                                         \
+            if (decay)                                                                       \
+                g = g + wd * w[i];                                                           \
+            if (clipping)                                                                    \
+                g = g < -clip ? -clip : (g > clip ? clip : g);                               \
+            T m = mean[i] * b1;                                                              \
+            m = m + c1 * g;                                                                  \
+            T v = var[i] * b2;                                                               \
+            v = v + c2 * (g * g);                                                            \
+            mean[i] = m, var[i] = v;                                                         \
+            w[i] = w[i] - (lr * m) / (SQRT(v) + eps);                                        \
+        }                                                                                    \
+    }
+
+DEFINE_ADAM_ROW(float, f32, sqrtf)
+DEFINE_ADAM_ROW(double, f64, sqrt)
+
+int64_t mg_rows_adam(const mg_adam_args *a, void *w, void *mean, void *var, size_t rows,
+                     size_t width, const int64_t *ids, size_t k, const void *grad)
+{
+    for (size_t i = 0; i < k; i++)
+        if (ids[i] < 0 || (uint64_t)ids[i] >= rows || (i && ids[i] <= ids[i - 1]))
+            return (int64_t)i;
+    size_t item = a->dtype == MG_F64 ? 8 : 4, bytes = width * item;
+    for (size_t i = 0; i < k; i++) {
+        size_t at = (size_t)ids[i] * bytes;
+        char *wr = (char *)w + at, *mr = (char *)mean + at, *vr = (char *)var + at;
+        const char *gr = (const char *)grad + i * bytes;
+        if (a->dtype == MG_F64)
+            adam_row_f64(a, (double *)wr, (double *)mr, (double *)vr, (const double *)gr, width);
+        else
+            adam_row_f32(a, (float *)wr, (float *)mr, (float *)vr, (const float *)gr, width);
     }
     return -1;
 }

@@ -39,4 +39,14 @@ int64_t mg_rows_take(const void *table, size_t rows, size_t row_bytes, const int
 int64_t mg_rows_sgd(const mg_sgd_args *step, void *w, void *mom, size_t rows, size_t width,
                     const int64_t *ids, size_t k, const void *grad);
 
+/* One Adam step (optimizer/adam.py's NumPy lines, each operation rounded to the dtype in
+ * the same order) on the rows ids of weight, mean and var; lr is already bias-corrected.
+ * Returns as mg_rows_sgd. */
+typedef struct {
+    int dtype;
+    double lr, beta1, beta2, epsilon, wd, rescale, clip; /* clip <= 0: no clipping */
+} mg_adam_args;
+int64_t mg_rows_adam(const mg_adam_args *a, void *w, void *mean, void *var, size_t rows,
+                     size_t width, const int64_t *ids, size_t k, const void *grad);
+
 #endif

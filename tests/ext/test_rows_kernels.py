@@ -196,3 +196,60 @@ def test_optimizer_lazy_update_is_the_same_with_and_without_the_kernel(momentum,
                 updater(0, grad, weight)
             return weight.asnumpy()
     same_bits(train(True), train(False))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("wd,clip", [(0.0, None), (1e-2, 0.05)])
+def test_rows_adam_update_matches_the_lazy_update(path, dtype, wd, clip, monkeypatch):
+    from minigluon.optimizer import adam
+    from minigluon.ndarray.sparse_storage import RowSparseStorage
+    rng = np.random.default_rng(7)
+    weight, mean = rng.standard_normal((200, 4)).astype(dtype), \
+        rng.standard_normal((200, 4)).astype(dtype)
+    var = rng.random((200, 4)).astype(dtype)
+    ids = np.unique(rng.integers(0, 200, 90))
+    grad = rng.standard_normal((ids.size, 4)).astype(dtype)
+    grad[0, :2] = [np.nan, np.inf]
+    opt = adam.Adam(learning_rate=0.01, wd=wd, clip_gradient=clip)
+    opt.rescale_grad = 1 / 4
+    opt._index_update_count[0] = 3
+    lr = opt._bias_corrected(0, 0.01)
+    want = [a.copy() for a in (weight, mean, var)]
+    with monkeypatch.context() as m, np.errstate(invalid="ignore"):   # adam.py's lines
+        m.setattr(adam, "_in_place_rows", lambda *args: False)
+        update_rows(np, lambda w, g, s: opt._step(np, 0, w, g, s, 0.01, wd), want[0],
+                    RowSparseStorage(grad, ids, weight.shape), (want[1], want[2]), lazy=True)
+    got = [a.copy() for a in (weight, mean, var)]
+    path.rows_adam_update(got[0], ids, grad, got[1], got[2], lr, opt.beta1, opt.beta2,
+                          opt.epsilon, wd, 1 / 4, clip)
+    for a, b in zip(got, want):
+        same_bits(a, b)
+
+
+def test_rows_adam_update_refuses_bad_ids(path):
+    weight, mean, var = (np.zeros((5, 2), np.float32) for _ in range(3))
+    with pytest.raises(ValueError, match=r"rows_adam_update: ids\[1\] = 5 is outside"):
+        path.rows_adam_update(weight, np.array([0, 5]), np.ones((2, 2), np.float32), mean, var,
+                              lr=0.1)
+    with pytest.raises(ValueError, match="rows_adam_update: var .* shares memory with mean"):
+        path.rows_adam_update(weight, np.array([0]), np.ones((1, 2), np.float32), mean, mean,
+                              lr=0.1)
+
+
+def test_adam_lazy_training_is_the_same_with_and_without_the_kernel(monkeypatch):
+    from minigluon.optimizer import adam
+
+    def train(in_place):
+        with monkeypatch.context() as m:
+            if not in_place:
+                m.setattr(adam, "_in_place_rows", lambda *args: False)
+            updater = mx.optimizer.get_updater(mx.optimizer.Adam(learning_rate=0.1, wd=1e-3))
+            rng = np.random.default_rng(8)
+            weight = mx.nd.array(rng.standard_normal((30, 3))).tostype("row_sparse")
+            for _ in range(3):
+                ids = np.unique(rng.integers(0, 30, 12))
+                grad = mx.nd.sparse.row_sparse_array(
+                    (rng.standard_normal((ids.size, 3)).astype(np.float32), ids), shape=(30, 3))
+                updater(0, grad, weight)
+            return weight.asnumpy()
+    same_bits(train(True), train(False))
