@@ -66,6 +66,21 @@ ops_nn and ops_elemwise call them on host arrays), multi-threaded over rows, pla
 - `sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient)`: one SGD
   step (with momentum when `mom` is given) in place, one pass over the arrays.
 
+Row kernels (a kvstore server's row_sparse keys; tables of rows along axis 0, int64 row ids;
+one thread, GIL released):
+
+- `rows_sum(ids, values, out_ids=None, out=None)` -> (ids, values): parts of sorted unique
+  ids and their rows (float16/32/64) summed over the union of the ids. A row starts from
+  part 0's row where part 0 has it, else from +0, and adds the later parts' rows in order,
+  each step rounded (float16 through float32). `out_ids`/`out` are optional scratch with
+  room for every part's rows; the results are views of them.
+- `rows_take(table, ids, out=None)`: out[i] = table[ids[i]] (any dtype; ids in range).
+- `rows_sgd_update(weight, ids, grad, mom, ...)`: sgd_update's step on the rows `ids`
+  (sorted, unique, in range) of weight and mom, grad row i for ids[i]; the same bits as
+  gathering the rows, stepping them and scattering them back.
+- `rows_adam_update(weight, ids, grad, mean, var, lr, beta1, beta2, epsilon, wd, ...)`: the
+  same for optimizer/adam.py's step (lr bias-corrected by the caller), float32/float64.
+
 Except for the two batch-norm sums, both paths give the same bits.  Layer kernels take
 `nthreads=None`: one thread below 32768 elements of work, else all usable cores.
 
@@ -109,7 +124,9 @@ __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequa
            "im2col", "col2im", "swap01", "winograd_input", "winograd_output",
            "winograd_output_adjoint", "winograd_input_adjoint", "max_pool2d", "max_pool2d_backward",
            "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
-           "relu", "relu_backward", "sgd_update", "LAYER_DTYPES", "winograd_tiles", "native", "fallback"]
+           "relu", "relu_backward", "sgd_update", "rows_sum", "rows_take", "rows_sgd_update",
+           "rows_adam_update",
+           "LAYER_DTYPES", "winograd_tiles", "native", "fallback"]
 
 # dtypes the layer kernels take
 LAYER_DTYPES = LAYER_FLOATS
@@ -326,3 +343,45 @@ def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_gr
     """
     return _impl.sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient,
                             nthreads)
+
+
+def rows_sum(ids, values, out_ids=None, out=None):
+    """The sum of several row sets over the union of their ids: (sorted ids, rows).
+
+    `ids[p]`: strictly increasing int64 ids of part p; `values[p]`: its rows, shape
+    (ids[p].size,) + row shape. Parts are added in order (part 0 first).
+
+    >>> ids, rows = rows_sum([np.array([1, 4]), np.array([4])], [a, b])   # rows[1] = a[1] + b[0]
+    """
+    return _impl.rows_sum(ids, values, out_ids, out)
+
+
+def rows_take(table, ids, out=None):
+    """The rows `ids` of `table` (int64 ids in [0, rows), any order) as one array.
+
+    >>> rows_take(np.arange(6.).reshape(3, 2), np.array([2, 0]))
+    array([[4., 5.], [0., 1.]])
+    """
+    return _impl.rows_take(table, ids, out)
+
+
+def rows_sgd_update(weight, ids, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0,
+                    rescale_grad=1.0, clip_gradient=None):
+    """`sgd_update` on the rows `ids` (sorted, unique, in range) of weight and mom only,
+    in place; grad holds one row per id. Returns weight.
+
+    >>> rows_sgd_update(table, np.array([3, 7]), grad_rows, lr=0.1)
+    """
+    return _impl.rows_sgd_update(weight, ids, grad, mom, lr, wd, momentum, rescale_grad,
+                                 clip_gradient)
+
+
+def rows_adam_update(weight, ids, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                     wd=0.0, rescale_grad=1.0, clip_gradient=None):
+    """Adam's step (optimizer/adam.py, `lr` already bias-corrected) on the rows `ids`
+    (sorted, unique, in range) of weight, mean and var only, in place. Returns weight.
+
+    >>> rows_adam_update(table, np.array([3, 7]), grad_rows, mean, var, lr=1e-3)
+    """
+    return _impl.rows_adam_update(weight, ids, grad, mean, var, lr, beta1, beta2, epsilon, wd,
+                                  rescale_grad, clip_gradient)

@@ -527,3 +527,135 @@ def winograd_input_adjoint(dv, shape, pad, tile, out, nthreads):
     _winograd_planes(fn, "dv", dv, shape[1], shape[0], size, tile)
     out = output(fn, out, shape, dv.dtype, [("dv", dv)])
     return pad, tile, out, layer_threads(fn, dv.size, nthreads)
+
+
+# ---- row kernels (a kvstore server's row_sparse keys) -------------------------------------
+ROW_ID = np.dtype(np.int64)
+
+
+def row_ids(fn, name, ids, rows=None, increasing=True):
+    """Check an int64 vector of row ids: strictly increasing if asked, inside [0, rows) when
+    `rows` is given. The message names the first bad position."""
+    if not isinstance(ids, np.ndarray) or ids.dtype != ROW_ID or ids.ndim != 1:
+        got = f"dtype {ids.dtype}, shape {ids.shape}" if isinstance(ids, np.ndarray) else \
+            type(ids).__name__
+        raise DTypeError(f"{fn}: {name} must be a 1-D int64 numpy array of row ids, got "
+                         f"{got}; help: np.asarray(ids, dtype=np.int64).reshape(-1)")
+    array(fn, name, ids, dtypes=(ROW_ID,))
+    if increasing and ids.size > 1 and not bool((ids[1:] > ids[:-1]).all()):
+        i = int(np.flatnonzero(ids[1:] <= ids[:-1])[0]) + 1
+        raise ValueError(f"{fn}: {name} must be sorted and unique, but {name}[{i}] = "
+                         f"{int(ids[i])} follows {int(ids[i - 1])}; help: pass "
+                         f"np.unique({name})")
+    if rows is not None and ids.size:
+        low, high = (ids[0], ids[-1]) if increasing else (ids.min(), ids.max())
+        if low < 0 or high >= rows:
+            i = int(np.flatnonzero((ids < 0) | (ids >= rows))[0])
+            raise ValueError(f"{fn}: {name}[{i}] = {int(ids[i])} is outside the table's "
+                             f"{rows} rows; row ids must be in [0, {rows})")
+    return ids
+
+
+def table(fn, name, x, dtypes=FLOATS, writable=False):
+    """Check a table of rows (at least 1-D, rows along axis 0); return its row length."""
+    array(fn, name, x, writable=writable, dtypes=dtypes)
+    if x.ndim < 1 or x.shape[0] < 1:
+        raise ShapeError(f"{fn}: {name} must be a table of at least one row (rows along "
+                         f"axis 0), got shape {x.shape}")
+    return x.size // x.shape[0]
+
+
+def rows_of(fn, name, x, count, row_shape, dtype):
+    """Check that x holds `count` rows of `row_shape` and `dtype`."""
+    array(fn, name, x, dtypes=(np.dtype(dtype),))
+    if x.shape != (count,) + tuple(row_shape):
+        raise ShapeError(f"{fn}: {name} has shape {x.shape}, expected {(count,) + tuple(row_shape)}"
+                         f" (one row per id)")
+
+
+def room(fn, name, x, dtype, size):
+    """Check a writable scratch array of `dtype` with at least `size` items (or None)."""
+    if x is None:
+        return np.empty(size, dtype)
+    array(fn, name, x, writable=True, dtypes=(np.dtype(dtype),))
+    if x.size < size:
+        raise ShapeError(f"{fn}: {name} holds {x.size} items, needs at least {size}; help: "
+                         "pass a bigger buffer, or none")
+    return x.reshape(-1)
+
+
+def rows_sum(ids, values, out_ids, out):
+    """Check rows_sum's arguments; return (ids, values, row shape, out_ids, flat out)."""
+    fn = "rows_sum"
+    ids, values = list(ids), list(values)
+    if not ids or len(ids) != len(values):
+        raise ValueError(f"{fn}: give one values array per ids array (at least one), got "
+                         f"{len(ids)} ids and {len(values)} values arrays")
+    if not isinstance(values[0], np.ndarray) or values[0].dtype.kind not in "biuf":
+        got = getattr(values[0], "dtype", type(values[0]).__name__)
+        raise DTypeError(f"{fn}: values[0] must be a numpy array of numbers, got {got}")
+    row_shape = values[0].shape[1:]
+    for p, (i, v) in enumerate(zip(ids, values)):
+        row_ids(fn, f"ids[{p}]", i)
+        rows_of(fn, f"values[{p}]", v, i.size, row_shape, values[0].dtype)
+    width = math.prod(row_shape)
+    if width < 1:
+        raise ShapeError(f"{fn}: rows must hold at least one value, got row shape {row_shape}")
+    total = sum(i.size for i in ids)
+    return (ids, values, row_shape, room(fn, "out_ids", out_ids, ROW_ID, total),
+            room(fn, "out", out, values[0].dtype, total * width))
+
+
+def rows_take(table_, ids, out):
+    """Check rows_take's arguments; return out (made when None)."""
+    fn = "rows_take"
+    if not isinstance(table_, np.ndarray):
+        raise TypeError(f"{fn}: table must be a numpy.ndarray, got {type(table_).__name__}")
+    table(fn, "table", table_, dtypes=(table_.dtype,))
+    row_ids(fn, "ids", ids, rows=table_.shape[0], increasing=False)
+    shape = (ids.size,) + table_.shape[1:]
+    if out is None:
+        return np.empty(shape, table_.dtype)
+    array(fn, "out", out, writable=True, dtypes=(table_.dtype,))
+    if out.shape != shape:
+        raise ShapeError(f"{fn}: out has shape {out.shape}, expected {shape}")
+    apart(fn, "out", out, "table", table_)
+    return out
+
+
+def rows_sgd_update(weight, ids, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient):
+    """Check rows_sgd_update's arguments; return the five numbers as floats."""
+    fn = "rows_sgd_update"
+    table(fn, "weight", weight, dtypes=LAYER_FLOATS, writable=True)
+    row_ids(fn, "ids", ids, rows=weight.shape[0])
+    rows_of(fn, "grad", grad, ids.size, weight.shape[1:], weight.dtype)
+    apart(fn, "grad", grad, "weight", weight)
+    if mom is not None:
+        array(fn, "mom", mom, writable=True, dtypes=LAYER_FLOATS)
+        like(fn, "mom", mom, "weight", weight)
+        apart(fn, "mom", mom, "weight", weight)
+        apart(fn, "mom", mom, "grad", grad)
+    numbers_ = [real(fn, name, value) for name, value in
+                (("lr", lr), ("wd", wd), ("momentum", momentum), ("rescale_grad", rescale_grad))]
+    clip = 0.0 if clip_gradient is None else real(fn, "clip_gradient", clip_gradient)
+    return (*numbers_, clip)
+
+
+def rows_adam_update(weight, ids, grad, mean, var, numbers_):
+    """Check rows_adam_update's arguments; return its numbers (a dict) as floats, clip 0
+    when off."""
+    fn = "rows_adam_update"
+    table(fn, "weight", weight, dtypes=LAYER_FLOATS, writable=True)
+    row_ids(fn, "ids", ids, rows=weight.shape[0])
+    rows_of(fn, "grad", grad, ids.size, weight.shape[1:], weight.dtype)
+    apart(fn, "grad", grad, "weight", weight)
+    for name, state in (("mean", mean), ("var", var)):
+        array(fn, name, state, writable=True, dtypes=LAYER_FLOATS)
+        like(fn, name, state, "weight", weight)
+        for other_name, other in (("weight", weight), ("grad", grad)):
+            apart(fn, name, state, other_name, other)
+    apart(fn, "var", var, "mean", mean)
+    clip = numbers_.pop("clip_gradient")
+    out = {name: real(fn, name, value) for name, value in numbers_.items()}
+    out["clip_gradient"] = 0.0 if clip is None else real(fn, "clip_gradient", clip)
+    return out

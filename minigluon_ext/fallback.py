@@ -6,6 +6,8 @@ once), products rounded before they are added (no fused multiply-add), the 2-bit
 bit layout described in `minigluon_ext`.  It ignores `nthreads`: the C code's results do
 not depend on how the work is split.
 """
+import math
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -377,6 +379,68 @@ def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_gr
         mom *= t(momentum)
         mom -= t(lr) * g
         weight += mom
+    return weight
+
+
+def rows_sum(ids, values, out_ids=None, out=None):
+    """(ids, values): the rows of several sorted parts summed over their union, in NumPy:
+    part 0's rows are copied, then each later part is added in order (rows.c's order)."""
+    ids, values, row_shape, out_ids, out = check.rows_sum(ids, values, out_ids, out)
+    union = np.unique(np.concatenate(ids))
+    n = union.size
+    out_ids[:n] = union
+    summed = out[:n * math.prod(row_shape)].reshape((n,) + row_shape)
+    summed[...] = 0
+    summed[np.searchsorted(union, ids[0])] = values[0]
+    for part, vals in zip(ids[1:], values[1:]):
+        where = np.searchsorted(union, part)     # unique: gather, add, scatter
+        rows = np.take(summed, where, axis=0)
+        rows += vals
+        summed[where] = rows
+    return out_ids[:n], summed
+
+
+def rows_take(table, ids, out=None):
+    """out[i] = table[ids[i]], in NumPy."""
+    out = check.rows_take(table, ids, out)
+    return np.take(table, ids, axis=0, out=out)
+
+
+def rows_sgd_update(weight, ids, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0,
+                    rescale_grad=1.0, clip_gradient=None):
+    """One SGD step on the rows `ids` of weight (and mom) in place, in NumPy: gather the
+    rows, step them (sgd_update), scatter them back."""
+    lr, wd, momentum, rescale, clip = check.rows_sgd_update(
+        weight, ids, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient)
+    w = np.take(weight, ids, axis=0)
+    m = None if mom is None else np.take(mom, ids, axis=0)
+    sgd_update(w, grad, m, lr, wd, momentum, rescale, clip or None)
+    weight[ids] = w
+    if mom is not None:
+        mom[ids] = m
+    return weight
+
+
+def rows_adam_update(weight, ids, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                     wd=0.0, rescale_grad=1.0, clip_gradient=None):
+    """One Adam step on the rows `ids` of weight, mean and var in place, in NumPy: the
+    rows gathered, adam.py's lines run on them with Python-float scalars, scattered back."""
+    v = check.rows_adam_update(weight, ids, grad, mean, var, dict(
+        lr=lr, beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd, rescale_grad=rescale_grad,
+        clip_gradient=clip_gradient))
+    w, m, s = (np.take(a, ids, axis=0) for a in (weight, mean, var))
+    g = grad * v["rescale_grad"]
+    if v["wd"]:
+        g += v["wd"] * w
+    if v["clip_gradient"] > 0:
+        np.clip(g, -v["clip_gradient"], v["clip_gradient"], out=g)
+    m *= v["beta1"]
+    m += (1.0 - v["beta1"]) * g
+    s *= v["beta2"]
+    s += (1.0 - v["beta2"]) * (g * g)
+    with np.errstate(invalid="ignore"):        # inf / inf is NaN, quietly, as in C
+        w -= v["lr"] * m / (np.sqrt(s) + v["epsilon"])
+    weight[ids], mean[ids], var[ids] = w, m, s
     return weight
 
 

@@ -2,9 +2,12 @@
 
 Importing this module raises ImportError when the extension was not built.
 """
+import math
+
 import numpy as np
 
 from . import _checks as check
+from . import fallback
 from . import _kernels
 
 
@@ -173,6 +176,43 @@ def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_gr
     values, threads = check.sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad,
                                        clip_gradient, nthreads)
     _kernels.sgd_update(weight, grad, mom, *values, threads)
+    return weight
+
+
+def rows_sum(ids, values, out_ids=None, out=None):
+    """(ids, values): the rows of several sorted parts summed over their union, in C."""
+    ids, values, row_shape, out_ids, out = check.rows_sum(ids, values, out_ids, out)
+    if values[0].dtype not in check.FLOATS:       # integer rows: NumPy's own sums
+        return fallback.rows_sum(ids, values, out_ids, out)
+    width = math.prod(row_shape)
+    n = _kernels.rows_sum(ids, values, width, out_ids, out)
+    return out_ids[:n], out[:n * width].reshape((n,) + row_shape)
+
+
+def rows_take(table, ids, out=None):
+    """out[i] = table[ids[i]], in C."""
+    out = check.rows_take(table, ids, out)
+    _kernels.rows_take(table, table.shape[0], ids, out)
+    return out
+
+
+def rows_sgd_update(weight, ids, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0,
+                    rescale_grad=1.0, clip_gradient=None):
+    """One SGD step on the rows `ids` of weight (and mom) in place, in C."""
+    values = check.rows_sgd_update(weight, ids, grad, mom, lr, wd, momentum, rescale_grad,
+                                   clip_gradient)
+    _kernels.rows_sgd(weight, weight.shape[0], ids, grad, mom, *values)
+    return weight
+
+
+def rows_adam_update(weight, ids, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                     wd=0.0, rescale_grad=1.0, clip_gradient=None):
+    """One Adam step on the rows `ids` of weight, mean and var in place, in C."""
+    v = check.rows_adam_update(weight, ids, grad, mean, var, dict(
+        lr=lr, beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd, rescale_grad=rescale_grad,
+        clip_gradient=clip_gradient))
+    _kernels.rows_adam(weight, weight.shape[0], ids, grad, mean, var, v["lr"], v["beta1"],
+                       v["beta2"], v["epsilon"], v["wd"], v["rescale_grad"], v["clip_gradient"])
     return weight
 
 

@@ -64,7 +64,7 @@ class _Key:
 
     __slots__ = ("key", "store", "dtype", "shape", "offset", "length", "mode", "value",
                  "spare", "round", "pushes", "ahead", "pulls", "trackers", "row_sparse",
-                 "failed")
+                 "failed", "rows_scratch")
 
     def __init__(self, msg, value):
         self.key, self.store, self.dtype, self.shape = msg.key, msg.store, msg.dtype, msg.shape
@@ -79,6 +79,7 @@ class _Key:
         self.ahead = {}                 # round -> pushes that came early
         self.pulls = []                 # (identity, PULL message, dest: see _pull)
         self.trackers = []              # zmq trackers of zero-copy sends of `value`
+        self.rows_scratch = (np.empty(0, np.int64), np.empty(0, self.dtype))
 
     def describe(self):
         stype = "row_sparse " if self.row_sparse else ""
@@ -96,6 +97,17 @@ class _Key:
             self.trackers = []
         elif not self.value.flags.writeable:
             self.value = self.value.copy()
+
+    def row_room(self, rows, width):
+        """(ids, values) scratch with room for `rows` rows of `width` values, for a row
+        merge: kept from round to round (a fresh buffer of a round's tens of MB would be
+        page-faulted in again every time); grown by half again when short."""
+        ids, values = self.rows_scratch
+        if ids.size < rows or values.size < rows * width:
+            rows = max(rows, ids.size + ids.size // 2)
+            ids, values = np.empty(rows, np.int64), np.empty(rows * width, self.dtype)
+            self.rows_scratch = (ids, values)
+        return ids, values
 
     def buffer(self):
         """A writable buffer of `length` values for a merge (reused when free)."""
@@ -393,7 +405,7 @@ class KVServer:
         """The sum of the pushes' values, in rank order (a received buffer itself when
         there is just one); for a row_sparse key the Rows of that sum."""
         if state.row_sparse:
-            return merge_rows([d for _, _, d in entries], state.dtype)
+            return merge_rows([d for _, _, d in entries], state.dtype, state.row_room)
         plain = [(m, d) for m, _, d in entries if not m.flags & Flag.COMPRESSED_2BIT]
         packed = [(m, d) for m, _, d in entries if m.flags & Flag.COMPRESSED_2BIT]
         if len(plain) == 1 and not packed and not plain[0][0].flags & Flag.SHM:

@@ -11,6 +11,8 @@ no worker touched become zero, as a dense push of that sum would make them.
 """
 import numpy as np
 
+import minigluon_ext as ext
+
 from ..context import cpu
 from ..ndarray.sparse import RowSparseNDArray, RowSparseStorage
 from .rowsparse import unique_ids
@@ -68,21 +70,18 @@ def init_rows(msg):
     return value
 
 
-def merge_rows(parts, dtype):
-    """The sum of several pushes' Rows (in the order given) over the union of their ids."""
+def merge_rows(parts, dtype, room=None):
+    """The sum of several pushes' Rows (in the order given) over the union of their ids,
+    in one pass (minigluon_ext.rows_sum); `room(rows, width)` may give reusable
+    (ids, values) scratch with room for `rows` rows, which the result then views."""
     if len(parts) == 1:
         return parts[0]
-    ids = unique_ids(np.concatenate([p.ids for p in parts]))
     width = parts[0].values.shape[1]
-    values = np.zeros((ids.size, width), dtype)
-    values[np.searchsorted(ids, parts[0].ids)] = parts[0].values
-    for part in parts[1:]:
-        # each part's ids are unique: gather, add, scatter (np.take is several times faster
-        # than fancy indexing, and `values[where] += ...` gathers by fancy indexing)
-        where = np.searchsorted(ids, part.ids)
-        rows = np.take(values, where, axis=0)
-        rows += part.values
-        values[where] = rows
+    if width == 0:                                 # rows of nothing: only the ids count
+        ids = unique_ids(np.concatenate([p.ids for p in parts]))
+        return Rows(ids, np.zeros((ids.size, 0), dtype))
+    scratch = room(sum(p.ids.size for p in parts), width) if room else (None, None)
+    ids, values = ext.rows_sum([p.ids for p in parts], [p.values for p in parts], *scratch)
     return Rows(ids, values)
 
 
@@ -126,6 +125,7 @@ def _every_row(count):
 
 
 def take_rows(value, shape, length, ids):
-    """The rows `ids` of the flat slice `value`, as one contiguous flat array."""
+    """The rows `ids` of the flat slice `value`, as one contiguous flat array (a new one:
+    the reply may be resent later, so it must not be reused)."""
     full = slice_shape(shape, length)
-    return np.take(value.reshape(full), ids, axis=0).reshape(-1)
+    return ext.rows_take(value.reshape(full), ids).reshape(-1)

@@ -47,22 +47,32 @@ def assign(xp, dst, dense):
         dst.data, dst.indices, dst.indptr = new.data, new.indices, new.indptr
 
 
-def update_rows(xp, step, weight, grad, state, lazy):
+def update_rows(xp, step, weight, grad, state, lazy, rows_step=None):
     """Run the in-place rule `step(w, g, state)` on `weight` and `state` (raw arrays or
     containers; `state` may be None, an array or a nested tuple of them), which change in
     place. `lazy` (a row_sparse `grad`): only the gradient's stored rows are updated;
-    otherwise every row, with the gradient densified."""
+    otherwise every row, with the gradient densified.
+
+    `rows_step(w, rows, g, state)`, if given, may do a lazy update itself on the whole
+    weight and states (dense arrays) and the gradient's rows, in place, and say so by
+    returning True (a kernel that updates the rows where they lie); otherwise the rows
+    are gathered, stepped and scattered back, which must give the same result."""
     if lazy:
-        _lazy(xp, step, weight, grad, state)
+        _lazy(xp, step, weight, grad, state, rows_step)
     else:
         _standard(xp, step, weight, grad, state)
 
 
-def _lazy(xp, step, weight, grad, state):
+def _lazy(xp, step, weight, grad, state, rows_step=None):
     rows = grad.indices
     if rows.shape[0] == 0:
         return                          # no stored rows: nothing is touched
     shape, scatter = weight.shape, []
+    if rows_step is not None:
+        def whole(a):
+            return _full_rows(xp, a) if _weight_shaped(a, shape) else a
+        if rows_step(whole(weight), rows, grad.data, _nested(whole, state)):
+            return
 
     def take(a):
         if not _weight_shaped(a, shape):

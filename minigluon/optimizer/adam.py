@@ -1,6 +1,10 @@
 """Adam (MXNet's `adam_update`, with bias correction folded into the learning rate)."""
 import math
 
+import numpy as np
+
+import minigluon_ext as ext
+
 from .optimizer import Optimizer, check_range, register, lazy_storage
 
 __all__ = ["Adam"]
@@ -54,9 +58,21 @@ class Adam(Optimizer):
     def _lazy_rows(self, weight, state):
         return self.lazy_update and lazy_storage(weight, state)
 
-    def _step(self, xp, index, weight, grad, state, lr, wd):
+    def _step_rows(self, xp, index, weight, rows, grad, state, lr, wd):
+        if not _in_place_rows(xp, weight, rows, grad, state):
+            return False
+        # the rows' gather, step and scatter in one pass: the bits of _step on them
+        ext.rows_adam_update(weight, rows, grad, state[0], state[1], self._bias_corrected(
+            index, lr), self.beta1, self.beta2, self.epsilon, wd, float(self.rescale_grad),
+            self.clip_gradient)
+        return True
+
+    def _bias_corrected(self, index, lr):
         t = self._index_update_count[index]
-        lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        return lr * math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+
+    def _step(self, xp, index, weight, grad, state, lr, wd):
+        lr = self._bias_corrected(index, lr)
         mean, var = state
         g = self._rescaled_decayed(xp, grad, weight, wd)
         mean *= self.beta1
@@ -64,3 +80,14 @@ class Adam(Optimizer):
         var *= self.beta2
         var += (1.0 - self.beta2) * (g * g)
         weight -= lr * mean / (xp.sqrt(var) + self.epsilon)
+
+
+def _in_place_rows(xp, weight, rows, grad, state):
+    """True when minigluon_ext.rows_adam_update can do a lazy step on the rows where they
+    lie: contiguous host arrays of one dtype it takes, and int64 row ids."""
+    if xp is not np or not isinstance(state, tuple) or len(state) != 2:
+        return False
+    arrays = (weight, grad) + state
+    return all(type(a) is np.ndarray and a.flags.c_contiguous and a.dtype == weight.dtype
+               for a in arrays) and weight.dtype in ext.LAYER_DTYPES and \
+        type(rows) is np.ndarray and rows.dtype == np.int64

@@ -341,7 +341,15 @@ class Optimizer:
         lr, wd = float(lr), float(wd)
         lazy = stype_of(grad) == "row_sparse" and self._lazy_rows(weight, state)
         update_rows(xp, lambda w, g, s: self._step(xp, index, w, g, s, lr, wd),
-                    weight, grad, state, lazy)
+                    weight, grad, state, lazy,
+                    lambda w, rows, g, s: self._step_rows(xp, index, w, rows, g, s, lr, wd))
+
+    def _step_rows(self, xp, index, weight, rows, grad, state, lr, wd):
+        """A lazy update done in place on the rows `rows` of the whole `weight` and
+        `state` (dense raw arrays; `grad` holds one row per id), when this rule has a
+        kernel for it: True if done. The default has none: the rows are gathered, run
+        through `_step` and scattered back."""
+        return False
 
     def _lazy_rows(self, weight, state):
         """Whether a row_sparse gradient updates only its own rows of `weight` and `state`

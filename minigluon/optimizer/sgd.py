@@ -50,6 +50,14 @@ class SGD(Optimizer):
     def _lazy_rows(self, weight, state):
         return self.lazy_update and not self.layerwise and lazy_storage(weight, state)
 
+    def _step_rows(self, xp, index, weight, rows, grad, state, lr, wd):
+        if not _in_place_rows(xp, weight, rows, grad, state):
+            return False
+        # the rows' gather, step and scatter in one pass: the bits of _step on them
+        ext.rows_sgd_update(weight, rows, grad, state, lr, wd, self.momentum,
+                            float(self.rescale_grad), self.clip_gradient)
+        return True
+
     def _step(self, xp, index, weight, grad, state, lr, wd):
         if _one_pass(xp, weight, grad, state):
             ext.sgd_update(weight, grad, state, lr, wd, self.momentum,
@@ -64,6 +72,13 @@ class SGD(Optimizer):
         state *= self.momentum
         state -= lr * g
         weight += state
+
+
+def _in_place_rows(xp, weight, rows, grad, state):
+    """True when minigluon_ext.rows_sgd_update can do a lazy step on the rows where they
+    lie: _one_pass's arrays, and int64 row ids."""
+    return _one_pass(xp, weight, grad, state) and type(rows) is np.ndarray and \
+        rows.dtype == np.int64 and rows.flags.c_contiguous
 
 
 def _one_pass(xp, weight, grad, state):

@@ -9,6 +9,7 @@
 #include <Python.h>
 
 #include "layers.h"
+#include "rows.h"
 
 static const char *DTYPE_NAMES[] = {"float16", "float32", "float64"};
 
@@ -739,6 +740,249 @@ static PyObject *py_relu(PyObject *self, PyObject *args)
                      a.dy ? mg_relu_back_task : mg_relu_task, &a);
 }
 
+/* ---- row kernels (rows.c) ------------------------------------------------------------ */
+
+static int is_int64_buffer(const Py_buffer *v)
+{
+    const char *f = v->format ? v->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    return v->itemsize == 8 && (strcmp(f, "q") == 0 || strcmp(f, "l") == 0);
+}
+
+/* An int64 buffer of row ids; NULL with an exception on failure. */
+static Py_buffer *take_ids(mg_buffers *b, PyObject *obj, const char *fn, const char *name)
+{
+    Py_buffer *v = &b->v[b->held];
+    if (get_buffer(obj, v, 0, fn, name) < 0)
+        return NULL;
+    b->held++;
+    if (!is_int64_buffer(v)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must hold int64 row ids, got format '%s'", fn,
+                     name, v->format ? v->format : "B");
+        return NULL;
+    }
+    return v;
+}
+
+/* The row length of a table of `rows` rows held in v; -1 with an exception if it is not one. */
+static Py_ssize_t table_width(const Py_buffer *v, Py_ssize_t rows, const char *fn,
+                              const char *name)
+{
+    if (rows < 1 || count(v) % rows != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: %s holds %zd values, not a table of %zd rows", fn,
+                     name, count(v), rows);
+        return -1;
+    }
+    return count(v) / rows;
+}
+
+static PyObject *bad_row(const char *fn, const int64_t *ids, int64_t i, Py_ssize_t rows)
+{
+    return PyErr_Format(PyExc_ValueError,
+                        "%s: row id %lld at position %lld is outside the table's %zd rows (or "
+                        "not above the id before it)", fn, (long long)ids[i], (long long)i,
+                        rows);
+}
+
+/* rows_sum(ids_list, values_list, width, out_ids, out) -> rows written */
+static PyObject *py_rows_sum(PyObject *self, PyObject *args)
+{
+    static const char *fn = "rows_sum";
+    PyObject *ids_obj, *vals_obj, *out_ids_obj, *out_obj;
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "OOnOO", &ids_obj, &vals_obj, &width, &out_ids_obj, &out_obj))
+        return NULL;
+    PyObject *ids_seq = PySequence_Fast(ids_obj, "rows_sum: ids must be a sequence");
+    PyObject *vals_seq = ids_seq ? PySequence_Fast(vals_obj, "rows_sum: values must be a "
+                                                             "sequence") : NULL;
+    PyObject *result = NULL;
+    Py_ssize_t k = 0;
+    Py_buffer *views = NULL;    /* out_ids, out, then ids and values of each part */
+    const int64_t **ids = NULL;
+    const void **vals = NULL;
+    size_t *counts = NULL, total = 0;
+    int dtype, dt;
+    if (!vals_seq)
+        goto done;
+    k = PySequence_Fast_GET_SIZE(ids_seq);
+    if (k < 1 || PySequence_Fast_GET_SIZE(vals_seq) != k || width < 1) {
+        PyErr_Format(PyExc_ValueError, "%s: need one values array per ids array (at least "
+                     "one) and a row length >= 1", fn);
+        goto done;
+    }
+    views = PyMem_Calloc((size_t)(2 * k + 2), sizeof(Py_buffer));
+    ids = PyMem_Calloc((size_t)k, sizeof(int64_t *));
+    vals = PyMem_Calloc((size_t)k, sizeof(void *));
+    counts = PyMem_Calloc((size_t)k, sizeof(size_t));
+    if (!views || !ids || !vals || !counts) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (get_buffer(out_ids_obj, &views[0], 1, fn, "out_ids") < 0 ||
+        get_float_buffer(out_obj, &views[1], 1, fn, "out", &dtype) < 0)
+        goto done;
+    for (Py_ssize_t p = 0; p < k; p++) {
+        Py_buffer *iv = &views[2 + 2 * p], *vv = &views[3 + 2 * p];
+        if (get_buffer(PySequence_Fast_GET_ITEM(ids_seq, p), iv, 0, fn, "ids") < 0 ||
+            get_float_buffer(PySequence_Fast_GET_ITEM(vals_seq, p), vv, 0, fn, "values",
+                             &dt) < 0)
+            goto done;
+        if (!is_int64_buffer(iv) || dt != dtype || count(vv) != count(iv) * width) {
+            PyErr_Format(PyExc_ValueError, "%s: part %zd: ids must be int64 and its values "
+                         "(%zd ids x %zd) of out's dtype", fn, p, count(iv), width);
+            goto done;
+        }
+        ids[p] = iv->buf, vals[p] = vv->buf, counts[p] = (size_t)count(iv);
+        total += counts[p];
+    }
+    if (!is_int64_buffer(&views[0]) || (size_t)count(&views[0]) < total ||
+        (size_t)count(&views[1]) < total * (size_t)width) {
+        PyErr_Format(PyExc_ValueError, "%s: out_ids (int64) and out need room for %zu rows",
+                     fn, total);
+        goto done;
+    }
+    mg_rows_sum_args a = {dtype, (size_t)width, (size_t)k, ids, counts, vals, views[0].buf,
+                          views[1].buf};
+    size_t n;
+    Py_BEGIN_ALLOW_THREADS
+    n = mg_rows_sum(&a);
+    Py_END_ALLOW_THREADS
+    result = n == (size_t)-1 ? PyErr_NoMemory() : PyLong_FromSize_t(n);
+done:
+    for (Py_ssize_t j = 0; views && j < 2 * k + 2; j++)
+        if (views[j].obj)
+            PyBuffer_Release(&views[j]);
+    PyMem_Free(views);
+    PyMem_Free(ids);
+    PyMem_Free(vals);
+    PyMem_Free(counts);
+    Py_XDECREF(ids_seq);
+    Py_XDECREF(vals_seq);
+    return result;
+}
+
+/* rows_take(table, rows, ids, out): out[i] = table row ids[i] */
+static PyObject *py_rows_take(PyObject *self, PyObject *args)
+{
+    static const char *fn = "rows_take";
+    PyObject *table_obj, *ids_obj, *out_obj;
+    Py_ssize_t rows;
+    mg_buffers b = {.held = 0};
+    if (!PyArg_ParseTuple(args, "OnOO", &table_obj, &rows, &ids_obj, &out_obj))
+        return NULL;
+    Py_buffer *table = &b.v[b.held];
+    if (get_buffer(table_obj, table, 0, fn, "table") < 0)
+        return NULL;
+    b.held++;
+    Py_ssize_t width = table_width(table, rows, fn, "table");
+    Py_buffer *ids = width >= 0 ? take_ids(&b, ids_obj, fn, "ids") : NULL;
+    if (!ids)
+        return fail(&b);
+    Py_buffer *out = &b.v[b.held];
+    if (get_buffer(out_obj, out, 1, fn, "out") < 0)
+        return fail(&b);
+    b.held++;
+    size_t row_bytes = (size_t)width * (size_t)table->itemsize, k = (size_t)count(ids);
+    if (out->itemsize != table->itemsize || (size_t)out->len != k * row_bytes) {
+        PyErr_Format(PyExc_ValueError, "%s: out must hold %zu rows of the table's items", fn, k);
+        return fail(&b);
+    }
+    int64_t bad;
+    Py_BEGIN_ALLOW_THREADS
+    bad = mg_rows_take(table->buf, (size_t)rows, row_bytes, ids->buf, k, out->buf);
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        bad_row(fn, ids->buf, bad, rows);
+        return fail(&b);
+    }
+    release_all(&b);
+    Py_RETURN_NONE;
+}
+
+/* rows_sgd(weight, rows, ids, grad, mom_or_None, lr, wd, momentum, rescale, clip) */
+static PyObject *py_rows_sgd(PyObject *self, PyObject *args)
+{
+    static const char *fn = "rows_sgd";
+    PyObject *w_obj, *ids_obj, *grad_obj, *mom_obj;
+    Py_ssize_t rows;
+    int dtype;
+    mg_buffers b = {.held = 0};
+    mg_sgd_args a;
+    if (!PyArg_ParseTuple(args, "OnOOOddddd", &w_obj, &rows, &ids_obj, &grad_obj, &mom_obj,
+                          &a.lr, &a.wd, &a.momentum, &a.rescale, &a.clip))
+        return NULL;
+    Py_buffer *w = take_float(&b, w_obj, 1, 0, fn, "weight", &dtype);
+    if (!w)
+        return fail(&b);
+    Py_ssize_t width = table_width(w, rows, fn, "weight");
+    Py_buffer *ids = width >= 0 ? take_ids(&b, ids_obj, fn, "ids") : NULL;
+    if (!ids)
+        return fail(&b);
+    size_t k = (size_t)count(ids);
+    Py_buffer *grad = take_like(&b, grad_obj, 0, fn, "grad", dtype, k * (size_t)width);
+    if (!grad)
+        return fail(&b);
+    void *mom = NULL;
+    if (mom_obj != Py_None) {
+        Py_buffer *m = take_like(&b, mom_obj, 1, fn, "mom", dtype, (size_t)count(w));
+        if (!m)
+            return fail(&b);
+        mom = m->buf;
+    }
+    a.dtype = dtype;
+    int64_t bad;
+    Py_BEGIN_ALLOW_THREADS
+    bad = mg_rows_sgd(&a, w->buf, mom, (size_t)rows, (size_t)width, ids->buf, k, grad->buf);
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        bad_row(fn, ids->buf, bad, rows);
+        return fail(&b);
+    }
+    release_all(&b);
+    Py_RETURN_NONE;
+}
+
+/* rows_adam(weight, rows, ids, grad, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip) */
+static PyObject *py_rows_adam(PyObject *self, PyObject *args)
+{
+    static const char *fn = "rows_adam";
+    PyObject *w_obj, *ids_obj, *grad_obj, *mean_obj, *var_obj;
+    Py_ssize_t rows;
+    int dtype;
+    mg_buffers b = {.held = 0};
+    mg_adam_args a;
+    if (!PyArg_ParseTuple(args, "OnOOOOddddddd", &w_obj, &rows, &ids_obj, &grad_obj, &mean_obj,
+                          &var_obj, &a.lr, &a.beta1, &a.beta2, &a.epsilon, &a.wd, &a.rescale,
+                          &a.clip))
+        return NULL;
+    Py_buffer *w = take_float(&b, w_obj, 1, 0, fn, "weight", &dtype);
+    if (!w)
+        return fail(&b);
+    Py_ssize_t width = table_width(w, rows, fn, "weight");
+    Py_buffer *ids = width >= 0 ? take_ids(&b, ids_obj, fn, "ids") : NULL;
+    if (!ids)
+        return fail(&b);
+    size_t k = (size_t)count(ids), n = (size_t)count(w);
+    Py_buffer *grad = take_like(&b, grad_obj, 0, fn, "grad", dtype, k * (size_t)width);
+    Py_buffer *mean = grad ? take_like(&b, mean_obj, 1, fn, "mean", dtype, n) : NULL;
+    Py_buffer *var = mean ? take_like(&b, var_obj, 1, fn, "var", dtype, n) : NULL;
+    if (!var)
+        return fail(&b);
+    a.dtype = dtype;
+    int64_t bad;
+    Py_BEGIN_ALLOW_THREADS
+    bad = mg_rows_adam(&a, w->buf, mean->buf, var->buf, (size_t)rows, (size_t)width, ids->buf,
+                       k, grad->buf);
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        bad_row(fn, ids->buf, bad, rows);
+        return fail(&b);
+    }
+    release_all(&b);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_tuning(PyObject *self, PyObject *unused)
 {
     return Py_BuildValue("{s:O,s:O,s:n}", "avx2", mg_cpu.avx2 ? Py_True : Py_False, "f16c",
@@ -795,6 +1039,13 @@ static PyMethodDef methods[] = {
     {"relu", py_relu, METH_VARARGS, "relu(x, dy_or_None, out, nthreads)"},
     {"sgd_update", py_sgd_update, METH_VARARGS,
      "sgd_update(weight, grad, mom_or_None, lr, wd, momentum, rescale, clip, nthreads)"},
+    {"rows_sum", py_rows_sum, METH_VARARGS, "rows_sum(ids_list, values_list, width, out_ids, out) -> rows"},
+    {"rows_take", py_rows_take, METH_VARARGS, "rows_take(table, rows, ids, out)"},
+    {"rows_sgd", py_rows_sgd, METH_VARARGS,
+     "rows_sgd(weight, rows, ids, grad, mom_or_None, lr, wd, momentum, rescale, clip)"},
+    {"rows_adam", py_rows_adam, METH_VARARGS,
+     "rows_adam(weight, rows, ids, grad, mean, var, lr, beta1, beta2, epsilon, wd, rescale, "
+     "clip)"},
     {"tuning", py_tuning, METH_NOARGS, "SIMD paths in use and the streaming-store bound."},
     {"set_tuning", (PyCFunction)(void (*)(void))py_set_tuning, METH_VARARGS | METH_KEYWORDS,
      "set_tuning(*, avx2, f16c, stream_bytes) -> previous settings (for tests)."},
