@@ -11,8 +11,9 @@ restarts. With --kill, the first process (with --kill-every-time: every process)
 the first) once it has pushed KEYS of the parameters (0: before its first push), so the
 servers may hold part of the lost step. Each worker prints `STEP s t` after each step
 (t: time.monotonic(), one clock for the whole machine) and `KILL t` when it kills itself,
-and writes its final parameters to D/params-<rank>.npz and its epochs' mean losses to
-D/loss-<rank>.json.
+and writes its final parameters to D/params-<rank>.npz and to D/loss-<rank>.json the
+loss of the whole set before and after training and its epochs' mean losses (dist_async:
+after a barrier, with the servers' final weights).
 """
 import argparse
 import json
@@ -33,6 +34,7 @@ def parse_args():
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--samples", type=int, default=256)
     ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--kill", help="RANK:STEP:KEYS: where the first process of RANK dies")
     ap.add_argument("--dropout", type=float, default=0.0,
                     help="add a Dropout layer; its masks are seeded per rank and step")
@@ -85,6 +87,19 @@ def arm_kill(store, spec, every_time):
     return on_step
 
 
+def whole_loss(net, data, loss_fn):
+    x, y = (mx.nd.array(np.stack(column)) for column in zip(*[data[i] for i in
+                                                              range(len(data))]))
+    return float(loss_fn(net(x), y).mean().asscalar())
+
+
+def pull_all(store, net):
+    """The servers' current weights (the Trainer's keys are the sorted names)."""
+    params = net.collect_params()
+    for i, name in enumerate(sorted(params.keys())):
+        store.pull(i, out=params[name].data())
+
+
 def main():
     args = parse_args()
     mx.random.seed(1)
@@ -99,8 +114,9 @@ def main():
     if args.dropout:    # shapes now: a deferred init inside step k would draw from its seed
         net(mx.nd.zeros((1, 1, 12, 12)))
     trainer = gluon.Trainer(net.collect_params(), "sgd",
-                            {"learning_rate": 0.05, "momentum": 0.9}, kvstore=store)
+                            {"learning_rate": args.lr, "momentum": 0.9}, kvstore=store)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    before = whole_loss(net, data, loss_fn)
     step, losses = store.resume_state().step, []
     for _ in range(args.epochs):
         total, count = 0.0, 0
@@ -116,10 +132,14 @@ def main():
             total, count = total + float(loss.sum().asscalar()), count + x.shape[0]
             print(f"STEP {step} {time.monotonic():.6f}", flush=True)
         losses.append(total / count if count else None)
+    if args.kvstore == "dist_async":
+        store.barrier()                 # every push applied
+        pull_all(store, net)
+    after = whole_loss(net, data, loss_fn)
     params = {name: p.data().asnumpy() for name, p in net.collect_params().items()}
     np.savez(os.path.join(args.out, f"params-{store.rank}.npz"), **params)
     with open(os.path.join(args.out, f"loss-{store.rank}.json"), "w") as fout:
-        json.dump(losses, fout)
+        json.dump({"before": before, "after": after, "epochs": losses}, fout)
 
 
 if __name__ == "__main__":
