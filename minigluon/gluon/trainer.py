@@ -87,15 +87,24 @@ class Trainer:
         self._distributed = False
         self._params_to_init = self._params_in_store()
         self._rescale_pending = False    # a replacement's servers already have the factor
-        if config.restart_count():
+        if config.restart_count() and self._resume_step():
             self._resume_from_store()
 
+    def _resume_step(self):
+        """The steps this worker's rank finished before this process replaced it: its
+        store's (or, for a store named by a string, the one the script created first)."""
+        store = self._kvstore_params["kvstore"]
+        if isinstance(store, kvs.KVStoreBase):
+            return store.resume_state().step
+        return kvs.resume_state().step
+
     def _resume_from_store(self):
-        """A replacement worker (minigluon-launch --max-restarts, docs/restarts.md) must
-        compute its first step on the job's current weights, not on its own initial
-        values: the store is set up now, and each parameter is pulled from it as soon as
-        it has a shape (for a deferred one, inside the first forward). The servers keep
-        the optimizer, and the rescale factor, the job started with."""
+        """A replacement worker (minigluon-launch --max-restarts, docs/restarts.md) whose
+        rank made steps must compute its next one on the job's current weights, not on
+        its own initial values: the store is set up now, and each parameter is pulled
+        from it as soon as it has a shape (for a deferred one, inside the first forward).
+        The servers keep the optimizer, and the rescale factor, the job started with.
+        (At step 0 it starts as the lost process did.)"""
         self._rescale_pending = True
         self._prepare()
         if self._distributed and not self._update_on_kvstore:

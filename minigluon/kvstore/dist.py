@@ -34,9 +34,9 @@ apply to row_sparse keys (a push to one is an error).
 
 A replacement worker (MINIGLUON_RESTART_COUNT > 0, started by minigluon-launch
 --max-restarts) takes over its rank: at creation it asks the servers how many steps its
-rank finished (`kv.resume_state()`), initializes keys as worker 1.. do (the values are on
-the servers already), starts every key's count there, pulls the weights of that step and
-sends no optimizer (the servers keep theirs). See docs/restarts.md.
+rank finished (`kv.resume_state()`), starts every key's count there and pulls the
+weights of that step; as worker 0 it initializes keys and sends the optimizer, which the
+servers ignore where the lost process did so already. See docs/restarts.md.
 
 PS_RESEND=1 sends unanswered requests again (van.py, resender.py); a request's payload of
 64 KiB and more is the caller's or this store's buffer, which is reused only after the
@@ -334,11 +334,6 @@ class KVStoreDist(KVStore):
         """
         return self._node.resume
 
-    @property
-    def _initializes(self):
-        # worker 0 sends init values, unless it replaces a lost worker 0: they are there
-        return self.rank == 0 and not self._node.resume.resumed
-
     def splits(self, size):
         """True when an array of `size` elements is split over several servers (each
         then updates only its slice)."""
@@ -388,9 +383,9 @@ class KVStoreDist(KVStore):
             self._keys[k] = info
 
     def _send_init(self, key, arr, info):
-        if self._initializes and info.row is not None:
+        if self.rank == 0 and info.row is not None:
             return self._send_init_rows(key, arr, info)
-        flat = _host_flat(arr) if self._initializes else None
+        flat = _host_flat(arr) if self.rank == 0 else None
         what = f"init of key {key!r}" + ("" if flat is not None else
                                          " (waiting for worker 0 to initialize it)")
         reqs = []
@@ -643,7 +638,7 @@ class KVStoreDist(KVStore):
             raise KVStoreError(f"set_optimizer: the optimizer cannot be sent to the servers "
                                f"because it cannot be pickled: {err}") from None
         self._updater = get_updater(optimizer)
-        if self._initializes:         # a replacement's servers keep theirs, states and all
+        if self.rank == 0:       # a replacement's is ignored where the servers have one
             body = OptimizerBlob(self._po.token, blob).encode()
             self._to_all_servers(Cmd.SET_OPTIMIZER, body, "set_optimizer")
         if self.num_workers > 1:

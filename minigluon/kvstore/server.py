@@ -25,7 +25,9 @@ from each rank. When the scheduler says a replacement took over a rank (WORKER_J
 its identity is served as that rank; a request of it that came before the news waits
 for it (up to _PARK_SECONDS). The replacement asks (RESUME) how far its rank had got and
 pushes the lost step again: a push of a (rank, key, step) the server already holds is
-acknowledged and dropped, so nothing counts twice. A dist_sync key also keeps its value
+acknowledged and dropped, so nothing counts twice. A replacement of worker 0 initializes
+keys and sets the optimizer as worker 0 does: what the lost one had done already is
+acknowledged and kept (values, optimizer states), what it had not is done now. A dist_sync key also keeps its value
 of the round before the last, which a replacement pulls to recompute the lost step when
 that key's round was completed with the lost process's push.
 """
@@ -153,6 +155,7 @@ class KVServer:
         self._lost = {}                # rank -> why a worker was dropped (dist_async)
         self._restartable = config.max_restarts() > 0
         self._parked = []              # (deadline, identity, msg): before WORKER_JOINED
+        self._replacements = set()     # identities of restarted workers
         self._complaints = LogThrottle(self.van.log, "refused requests")
         self._telemetry = telemetry.Sender("server", telemetry.NODE_INTERVAL)
         self.push_bytes = self.pull_bytes = 0     # payload bytes taken and sent, shm too
@@ -249,6 +252,7 @@ class KVServer:
         ident = news.identity.encode()
         self._workers = {i: r for i, r in self._workers.items() if r != news.rank}
         self._workers[ident] = news.rank
+        self._replacements.add(ident)
         self.van.log.warning("worker %d was restarted (restart %d); serving its "
                              "replacement", news.rank, news.restarts)
         mine = [p for p in self._parked if p[1] == ident]
@@ -347,6 +351,9 @@ class KVServer:
     # ---- init -------------------------------------------------------------------------
     def _init(self, identity, msg):
         name = (msg.store, msg.key)
+        if name in self.keys and identity in self._replacements:
+            self._ack(identity, msg)          # the lost worker 0 initialized it: kept
+            return
         if name in self.keys:
             raise _Refused(f"init of key {msg.key!r}: the key is already initialized "
                            f"({self.keys[name].describe()}); a key is initialized once")
@@ -577,6 +584,9 @@ class KVServer:
         body = OptimizerBlob.decode(msg.body())
         if body.token != self.po.token or not 0 <= msg.sender < self.num_workers:
             raise _Refused("set_optimizer from a peer that is not a worker of this job")
+        if identity in self._replacements and msg.store in self.updaters:
+            self._ack(identity, msg)          # kept, with the states the job built up
+            return
         optimizer = safe_pickle.loads(body.blob, may_import=self.van.auth is not None)
         self.updaters[msg.store] = get_updater(optimizer)
         self.van.log.info("optimizer of store %d set: %s", msg.store, type(optimizer).__name__)

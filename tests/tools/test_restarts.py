@@ -68,8 +68,9 @@ def fault_free(tmp_path_factory):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("kill", ["1:5:2", "0:9:0", "1:8:6"],
-                         ids=["w1-mid-push", "w0-before-push", "w1-after-all-pushes"])
+@pytest.mark.parametrize("kill", ["1:5:2", "0:9:0", "1:8:6", "0:1:0"],
+                         ids=["w1-mid-push", "w0-before-push", "w1-after-all-pushes",
+                              "w0-before-init"])
 def test_dist_sync_worker_killed_ends_bit_identical(job, tmp_path, fault_free, kill):
     run = job(train_args(tmp_path, "--kill", kill))
     assert run.wait(60) == 0, run.text()
