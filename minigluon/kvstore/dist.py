@@ -175,9 +175,9 @@ class _WorkerNode:
         step = min((p.low for p in held), default=0)
         resume = ResumeState(step, restarts, any(p.high > step for p in held))
         self.po.clock.resume(step)
-        self.po.van.log.warning("restart %d of this rank: resuming after step %d%s", restarts,
-                                step, " (the lost process had pushed part of the next)"
-                                if resume.partial else "")
+        note = " (the lost process had pushed part of the next)" if resume.partial else ""
+        self.po.van.log.warning("restart %d of this rank: resuming after step %d%s",
+                                restarts, step, note)
         return resume
 
     def _write_stats(self):

@@ -25,11 +25,11 @@ from each rank. When the scheduler says a replacement took over a rank (WORKER_J
 its identity is served as that rank; a request of it that came before the news waits
 for it (up to _PARK_SECONDS). The replacement asks (RESUME) how far its rank had got and
 pushes the lost step again: a push of a (rank, key, step) the server already holds is
-acknowledged and dropped, so nothing counts twice. A replacement of worker 0 initializes
-keys and sets the optimizer as worker 0 does: what the lost one had done already is
-acknowledged and kept (values, optimizer states), what it had not is done now. A dist_sync key also keeps its value
+acknowledged and dropped, so nothing counts twice. A dist_sync key also keeps its value
 of the round before the last, which a replacement pulls to recompute the lost step when
-that key's round was completed with the lost process's push.
+that key's round was completed with the lost process's push. A replacement of worker 0
+initializes keys and sets the optimizer as worker 0 does: what the lost one had done
+already is acknowledged and kept (values, optimizer states), what it had not is done.
 """
 import time
 
