@@ -262,15 +262,12 @@ class KVServer:
 
     def _repeated_push(self, state, msg):
         """Restarts: whether this push of (rank, key, step) was taken already (the lost
-        process pushed it before it died); counts it otherwise."""
-        held = state.held.get(msg.sender, 0)
-        if msg.version <= held:
-            self.van.log.info("push to key %r, step %d from worker %d: taken already "
-                              "(before its restart); dropped", msg.key, msg.version,
-                              msg.sender)
-            return True
-        state.held[msg.sender] = msg.version
-        return False
+        process pushed it before it died)."""
+        if msg.version > state.held.get(msg.sender, 0):
+            return False
+        self.van.log.info("push to key %r, step %d from worker %d: taken already (before "
+                          "its restart); dropped", msg.key, msg.version, msg.sender)
+        return True
 
     def _resume(self, identity, msg):
         """How far the asking worker's rank got: the fewest and most pushes of it that
@@ -392,6 +389,8 @@ class KVServer:
         entry = (msg, identity, self._push_data(msg))
         self.push_bytes += _payload_bytes(entry[2])
         (self._push_sync if state.mode.sync else self._push_async)(state, entry)
+        if self._restartable:             # taken (a refused push raised before this)
+            state.held[msg.sender] = msg.version
 
     def _push_async(self, state, entry):
         """dist_async: apply the push now."""
