@@ -251,7 +251,8 @@ def train_epoch(net, trainer, loss_fn, train_data, ctx, max_batches=None, bar=Fa
     """Train on (at most `max_batches` batches of) `train_data`; a tqdm bar with `bar`, a
     progress line every `log_interval` batches, the loss to `curves` (a `Curves`). Under
     minigluon-launch each batch is reported (rate-limited) to the launcher's job bar, with
-    `epoch` of `epochs`."""
+    `epoch` of `epochs`. None when no batch was left to train: a worker restarted by
+    minigluon-launch --max-restarts skips the epochs its rank had finished."""
     metric, total, count, start = mx.metric.Accuracy(), 0.0, 0, time.time()
     steps = steps_per_epoch(train_data, max_batches)
     batches = tqdm(itertools.islice(train_data, steps), total=steps, disable=not bar,
@@ -266,12 +267,18 @@ def train_epoch(net, trainer, loss_fn, train_data, ctx, max_batches=None, bar=Fa
         if log_interval and i % log_interval == 0:
             print(f"{label} batch {i}: {count / (time.time() - start):.1f} samples/s, "
                   f"loss {total / count:.4f}, train acc {metric.get()[1]:.4f}", flush=True)
+    if count == 0:
+        return None
     return EpochStats(total / count, metric.get()[1], count, time.time() - start)
 
 
 def steps_per_epoch(train_data, max_batches):
-    """How many steps an epoch takes; the same on every worker (equal data shares)."""
-    return len(train_data) if max_batches is None else min(max_batches, len(train_data))
+    """How many steps an epoch takes; the same on every worker (equal data shares). The
+    loader learns it too: a restarted worker's loader then skips epochs of that many
+    batches (docs/restarts.md)."""
+    steps = len(train_data) if max_batches is None else min(max_batches, len(train_data))
+    train_data.steps_per_epoch = steps
+    return steps
 
 
 def check_enough_data(train_data, size, store, batch_size):
@@ -290,7 +297,12 @@ def show_bar(store):
 
 def end_epoch(rank, epoch, epochs, stats, test_acc, lr, curves):
     """What every example does after an epoch: print its line, report its results to the
-    launcher's bar and page (under minigluon-launch) and write them to `curves`."""
+    launcher's bar and page (under minigluon-launch) and write them to `curves`. An
+    epoch a restarted worker skipped (`stats` None) was reported by the lost process."""
+    if stats is None:
+        print(f"worker {rank} epoch {epoch}: trained before this worker was restarted",
+              flush=True)
+        return
     print(epoch_line(rank, epoch, stats, test_acc, lr), flush=True)
     telemetry.report(epoch=epoch, epochs=epochs, loss=stats.loss, train_acc=stats.accuracy,
                      test_acc=test_acc, epoch_end=True)

@@ -368,6 +368,31 @@ def launch_rank():
     return env_int("MINIGLUON_LAUNCH_RANK", None, minimum=0)
 
 
+def max_restarts():
+    """How many times minigluon-launch may restart a lost worker of this job
+    (MINIGLUON_MAX_RESTARTS, set from `--max-restarts`; default 0). With 0 a lost worker
+    ends a dist_sync job as before; above 0 the scheduler and servers hold the job open
+    for its replacement (docs/restarts.md)."""
+    return env_int("MINIGLUON_MAX_RESTARTS", 0, minimum=0)
+
+
+def restart_count():
+    """How many times this worker's rank was restarted before this process
+    (MINIGLUON_RESTART_COUNT, set by minigluon-launch on a replacement; default 0). Above
+    0, the process takes over its rank and resumes the job where that rank was."""
+    return env_int("MINIGLUON_RESTART_COUNT", 0, minimum=0)
+
+
+def restart_timeout():
+    """Seconds the scheduler holds a job open for the replacement of a lost worker before
+    it ends the job (MINIGLUON_RESTART_TIMEOUT, default 60)."""
+    value = _env_seconds("MINIGLUON_RESTART_TIMEOUT", 60.0)
+    if value <= 0:
+        raise ConfigError(f"MINIGLUON_RESTART_TIMEOUT must be a number of seconds > 0, got "
+                          f"{value!r}; unset it for the default (60 s)")
+    return value
+
+
 def kvstore_use_shm():
     """Whether workers pass big arrays to servers on the same host through shared memory
     (/dev/shm) instead of sockets (MINIGLUON_KVSTORE_SHM, default 1)."""

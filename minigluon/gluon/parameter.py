@@ -85,6 +85,7 @@ class Parameter:
         self._grad = None
         self._ctx_list = None
         self._deferred_init = ()   # (init, ctx_list, default_init, data) while waiting
+        self._when_ready = []      # callables(param) run once its deferred init finished
         self._var = None
         self.stype = _check_stype(name, "stype", stype)
         self.grad_stype = _check_stype(name, "grad_stype", grad_stype)
@@ -182,6 +183,9 @@ class Parameter:
                 desc = initializer.InitDesc(self.name, {"__init__": init})
                 initializer.create(default_init)(desc, data)
             self._init_impl(data, ctx)
+        hooks, self._when_ready = self._when_ready, []
+        for hook in hooks:
+            hook(self)
 
     def _init_impl(self, data, ctx_list):
         self._ctx_list = list(ctx_list)

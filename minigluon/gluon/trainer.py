@@ -100,6 +100,35 @@ class Trainer:
         self._update_on_kvstore = None
         self._distributed = False
         self._params_to_init = self._params_in_store()
+        self._rescale_pending = False    # a replacement's servers already have the factor
+        if config.restart_count() and self._resume_step():
+            self._resume_from_store()
+
+    def _resume_step(self):
+        """The steps this worker's rank finished before this process replaced it: its
+        store's (or, for a store named by a string, the one the script created first)."""
+        store = self._kvstore_params["kvstore"]
+        if isinstance(store, kvs.KVStoreBase):
+            return store.resume_state().step
+        return kvs.resume_state().step
+
+    def _resume_from_store(self):
+        """A replacement worker (minigluon-launch --max-restarts, docs/restarts.md) whose
+        rank made steps must compute its next one on the job's current weights, not on
+        its own initial values: the store is set up now, and each parameter is pulled
+        from it as soon as it has a shape (for a deferred one, inside the first forward).
+        The servers keep the optimizer, and the rescale factor, the job started with.
+        (At step 0 it starts as the lost process did.)"""
+        self._rescale_pending = True
+        self._prepare()
+        if self._distributed and not self._update_on_kvstore:
+            raise MXNetError("this worker replaces a lost one (MINIGLUON_RESTART_COUNT), "
+                             "but with update_on_kvstore=False the weights and optimizer "
+                             "states live on the workers, not on the servers, so it cannot "
+                             "resume; use update_on_kvstore=True (the default) with "
+                             "minigluon-launch --max-restarts")
+        for i in self._params_to_init:
+            self._params[i]._when_ready.append(lambda _param: self._prepare())
 
     def _reset_kvstore(self):
         """Forget the kvstore; the next step creates it again from the parameters' current
@@ -390,7 +419,9 @@ class Trainer:
 
     # ---- one step ------------------------------------------------------------------------
     def _check_and_rescale_grad(self, scale):
-        if self._update_on_kvstore and self._distributed and self._kv_initialized \
+        if self._rescale_pending:        # a replacement's first step
+            self._rescale_pending = False
+        elif self._update_on_kvstore and self._distributed and self._kv_initialized \
                 and self._optimizer.rescale_grad != scale:
             raise MXNetError("the batch size changed since the last step, but with "
                              "update_on_kvstore=True on a distributed kvstore the servers "

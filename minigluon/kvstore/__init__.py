@@ -11,18 +11,20 @@ each name means is one entry of modes.MODES. A store registered with
 `KVStoreBase.register` (interface.py; 'teststore' is one) is created by its class name.
 """
 from .base import KVStore, KVStoreError  # noqa: F401
-from .dist import KVStoreDist  # noqa: F401
+from .dist import KVStoreDist, current_resume  # noqa: F401
 from .interface import KVStoreBase
 from .liveness import PeerLostError  # noqa: F401
 from .local import KVStoreDevice, KVStoreLocal  # noqa: F401
 from .modes import MODES
+from .steps import ResumeState
 from . import role  # noqa: F401  (import minigluon runs role.maybe_run_role())
 from .teststore import TestStore  # noqa: F401  (registers 'teststore')
 from .van import JobAbortedError, TimeoutError  # noqa: F401,A004
 from .wire import WireError  # noqa: F401
 
 __all__ = ["create", "KVStore", "KVStoreBase", "KVStoreLocal", "KVStoreDevice", "KVStoreDist",
-           "TestStore", "KVStoreError", "TimeoutError", "JobAbortedError", "PeerLostError", "WireError"]
+           "TestStore", "KVStoreError", "TimeoutError", "JobAbortedError", "PeerLostError", "WireError",
+           "ResumeState", "resume_state"]
 
 
 def create(name="local"):
@@ -46,6 +48,18 @@ def create(name="local"):
         known = ", ".join(repr(n) for n in [*MODES, *KVStoreBase.kv_registry])
         raise KVStoreError(f"unknown kvstore type {name!r}; known types: {known}")
     return _store_class(mode)(mode.name)
+
+
+def resume_state():
+    """Where this process starts in its distributed job (`ResumeState`): a replacement
+    worker started by `minigluon-launch --max-restarts` resumes after the steps its rank
+    had made; any other process, or one with no dist kvstore yet, at step 0. DataLoaders
+    over a SplitSampler read it to skip the batches already trained (docs/restarts.md).
+
+    >>> mx.kv.resume_state().step
+    0
+    """
+    return current_resume()
 
 
 def _store_class(mode):

@@ -20,6 +20,7 @@ import numpy as np
 from ..base import MXNetError, ShapeError, DTypeError
 from ..ndarray import NDArray
 from .interface import KVStoreBase
+from .steps import ResumeState
 
 __all__ = ["KVStore", "KVStoreError", "group_key_values", "check_compression_params"]
 
@@ -62,6 +63,11 @@ class KVStore(KVStoreBase):
     def num_workers(self):
         """How many workers push to this store (1 in a one-process store)."""
         return 1
+
+    def resume_state(self):
+        """Where this worker starts in its job; a one-process store always starts anew
+        (a distributed one may replace a lost worker, see docs/restarts.md)."""
+        return ResumeState()
 
     @staticmethod
     def is_capable(capability):

@@ -32,6 +32,12 @@ row_sparse_pull asks each server only for the rows wanted in its range (server_r
 A push of row_sparse values to a dense key is summed densely; 2-bit compression does not
 apply to row_sparse keys (a push to one is an error).
 
+A replacement worker (MINIGLUON_RESTART_COUNT > 0, started by minigluon-launch
+--max-restarts) takes over its rank: at creation it asks the servers how many steps its
+rank finished (`kv.resume_state()`), starts every key's count there and pulls the
+weights of that step; as worker 0 it initializes keys and sends the optimizer, which the
+servers ignore where the lost process did so already. See docs/restarts.md.
+
 PS_RESEND=1 sends unanswered requests again (van.py, resender.py); a request's payload of
 64 KiB and more is the caller's or this store's buffer, which is reused only after the
 request's reply. Out of scope: '1bit' compression, and barriers that include the servers.
@@ -51,8 +57,8 @@ from ..ndarray.sparse import RowSparseStorage, row_sparse_array
 from ..optimizer import Updater, get_updater
 from .base import KVStore, KVStoreError, check_same_layout
 from .compression import TwoBitCompressor
-from .messages import (BodyError, LearningRate, OptimizerBlob, ProbeToken, RowIds,
-                       SegmentName, StatesBlob)
+from .messages import (BodyError, LearningRate, OptimizerBlob, ProbeToken, ResumePoint,
+                       RowIds, SegmentName, StatesBlob)
 from .modes import mode_of
 from .partition import plan
 from .postoffice import PostOffice, read_env, server_name
@@ -60,6 +66,7 @@ from .reduce import reduce_sum, sum_into
 from .rowsparse import (as_row_sparse, check_row_sparse_outs, group_row_sparse_pull,
                         is_row_sparse, row_ids_of, sum_values)
 from .shm import Segment, available as shm_available
+from .steps import ResumeState
 from .van import TimeoutError as KVTimeoutError
 from .wire import Cmd, Flag, Message, dtype_code, row_length
 
@@ -101,6 +108,7 @@ class _WorkerNode:
         self.po.connect_servers()
         self.segments = []          # shared memory this worker made (unlinked at exit)
         self.shm = self._probe_shm()
+        self.resume = self._ask_resume(config.restart_count())
         self.stores = 0
         self.closed = False
         self.pid = os.getpid()
@@ -150,6 +158,28 @@ class _WorkerNode:
         self.po.van.log.info("shared memory with servers: %s", usable)
         return usable
 
+    def _ask_resume(self, restarts):
+        """Where this process starts: for a replacement, the steps its rank finished (the
+        fewest pushes of it that any key took; a key may hold one more, from the step the
+        lost process was in)."""
+        if not restarts:
+            return ResumeState()
+        points = []
+        reqs = [self.po.van.request(server_name(rank), Message(Cmd.RESUME),
+                                    "the servers' count of this rank's steps (restart)",
+                                    on_reply=lambda msg: points.append(
+                                        ResumePoint.decode(msg.body())))
+                for rank in range(self.po.num_servers)]
+        self.po.van.wait(reqs)
+        held = [p for p in points if p.keys]
+        step = min((p.low for p in held), default=0)
+        resume = ResumeState(step, restarts, any(p.high > step for p in held))
+        self.po.clock.resume(step)
+        note = " (the lost process had pushed part of the next)" if resume.partial else ""
+        self.po.van.log.warning("restart %d of this rank: resuming after step %d%s",
+                                restarts, step, note)
+        return resume
+
     def _write_stats(self):
         """MINIGLUON_LAUNCH_STATS_DIR: leave this worker's step statistics for the launcher."""
         folder = config.launch_stats_dir()
@@ -183,6 +213,12 @@ class _WorkerNode:
                 self.cluster.stop()
             if _WorkerNode._instance is self:
                 _WorkerNode._instance = None
+
+
+def current_resume():
+    """This process's ResumeState: its worker node's, or a fresh start's when it has none."""
+    node = _WorkerNode._instance
+    return node.resume if node is not None else ResumeState()
 
 
 class _KeyInfo:
@@ -291,6 +327,14 @@ class KVStoreDist(KVStore):
         """How many servers the job has (DMLC_NUM_SERVER)."""
         return self._po.num_servers
 
+    def resume_state(self):
+        """Where this worker starts in its job (steps.ResumeState): `step` steps of its
+        rank are done (0 unless this process replaces a lost one, see docs/restarts.md).
+
+        >>> start = kv.resume_state().step      # skip this many batches
+        """
+        return self._node.resume
+
     def splits(self, size):
         """True when an array of `size` elements is split over several servers (each
         then updates only its slice)."""
@@ -328,7 +372,9 @@ class KVStoreDist(KVStore):
                 raise KVStoreError(f"init of key {k!r}: {err}") from None
             row = _row_of(k, arr)
             parts = plan(k, arr.size, self.num_servers, self._bound, 1 if row is None else row)
-            new.append((k, arr, _KeyInfo(k, arr.shape, arr.dtype, parts, row)))
+            info = _KeyInfo(k, arr.shape, arr.dtype, parts, row)
+            info.pushes = self._node.resume.step      # a replacement continues its rank's
+            new.append((k, arr, info))
         reqs = []
         with pause():
             for k, arr, info in new:
@@ -624,7 +670,7 @@ class KVStoreDist(KVStore):
             raise KVStoreError(f"set_optimizer: the optimizer cannot be sent to the servers "
                                f"because it cannot be pickled: {err}") from None
         self._updater = get_updater(optimizer)
-        if self.rank == 0:
+        if self.rank == 0:       # a replacement's is ignored where the servers have one
             body = OptimizerBlob(self._po.token, blob).encode()
             self._to_all_servers(Cmd.SET_OPTIMIZER, body, "set_optimizer")
         if self.num_workers > 1:

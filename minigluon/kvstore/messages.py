@@ -8,6 +8,8 @@ lives in one place:
     REGISTER            Registration   JSON {role, host, hostid, pid, rank_hint, ...}
     BYTES to REGISTER   NodeTable      JSON {rank, num_workers, num_servers, servers, token}
     NODE_LOST           NodeLost       JSON {lost, reason, workers_left}
+    WORKER_JOINED       WorkerJoined   JSON {rank, identity, restarts}
+    BYTES to RESUME     ResumePoint    JSON {keys, low, high}
     ABORT               Abort          JSON {reason, lost} (any other text is the reason)
     SET_LR              LearningRate   one little-endian float64
     SET_OPTIMIZER       OptimizerBlob  16-byte job token + pickled optimizer
@@ -35,7 +37,8 @@ import numpy as np
 
 from .base import KVStoreError
 
-__all__ = ["BodyError", "Registration", "NodeTable", "NodeLost", "Abort", "LearningRate",
+__all__ = ["BodyError", "Registration", "NodeTable", "NodeLost", "WorkerJoined",
+           "ResumePoint", "Abort", "LearningRate",
            "OptimizerBlob", "StatesBlob", "SegmentName", "ProbeToken", "RowIds", "Text", "BODIES",
            "TOKEN_BYTES"]
 
@@ -108,6 +111,7 @@ class Registration:
     tcp: str = None
     ipc: str = None
     sync: object = None
+    restart: int = 0          # workers: > 0 for a replacement (MINIGLUON_RESTART_COUNT)
 
     LABEL = "REGISTER"
 
@@ -118,6 +122,8 @@ class Registration:
             fields.update(tcp=self.tcp, ipc=self.ipc)
         else:
             fields["sync"] = self.sync
+            if self.restart:
+                fields["restart"] = self.restart
         return _encode_json(fields)
 
     @classmethod
@@ -134,7 +140,10 @@ class Registration:
         if role == "server":
             where = {"tcp": info["tcp"], "ipc": _take(cls.LABEL, info, "ipc", (str,), True)}
         else:
-            where = {"sync": info.get("sync")}
+            restart = _take(cls.LABEL, info, "restart", (int,), optional=True) or 0
+            if restart < 0:
+                raise _fail(cls.LABEL, f"'restart' must be >= 0, got {restart}")
+            where = {"sync": info.get("sync"), "restart": restart}
         return cls(role, info["host"], info["hostid"], info.get("pid"), info.get("rank_hint"),
                    **where)
 
@@ -217,6 +226,55 @@ class NodeLost:
         lost = _check_node(cls.LABEL, news.get("lost"))
         return cls(lost, _take(cls.LABEL, news, "reason", (str,)),
                    _take(cls.LABEL, news, "workers_left", (int,)))
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerJoined:
+    """WORKER_JOINED: a replacement process took over worker `rank` (its `restarts`-th);
+    servers serve `identity` as that rank from now on, and no longer the lost process."""
+    rank: int
+    identity: str
+    restarts: int
+
+    LABEL = "WORKER_JOINED"
+
+    def encode(self):
+        return _encode_json({"rank": self.rank, "identity": self.identity,
+                             "restarts": self.restarts})
+
+    @classmethod
+    def decode(cls, body):
+        news = _json_object(cls.LABEL, body)
+        rank = _take(cls.LABEL, news, "rank", (int,))
+        if rank < 0:
+            raise _fail(cls.LABEL, f"'rank' must be >= 0, got {rank}")
+        return cls(rank, _take(cls.LABEL, news, "identity", (str,)),
+                   _take(cls.LABEL, news, "restarts", (int,)))
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """BYTES reply to RESUME: of the `keys` key slices a server holds, the fewest (`low`)
+    and most (`high`) pushes it took from the asking worker's rank (0 and 0 when it holds
+    none). `low` is the steps that rank finished; a push of step `low` + 1 may have
+    reached some keys before its process was lost."""
+    keys: int
+    low: int
+    high: int
+
+    LABEL = "RESUME"
+
+    def encode(self):
+        return _encode_json({"keys": self.keys, "low": self.low, "high": self.high})
+
+    @classmethod
+    def decode(cls, body):
+        point = _json_object(cls.LABEL, body)
+        keys, low, high = (_take(cls.LABEL, point, k, (int,)) for k in ("keys", "low", "high"))
+        if not 0 <= low <= high or keys < 0:
+            raise _fail(cls.LABEL, f"expected 0 <= low <= high and keys >= 0, got keys "
+                                   f"{keys}, low {low}, high {high}")
+        return cls(keys, low, high)
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,5 +433,5 @@ class Text:
         return cls(bytes(body).decode("utf-8", errors="replace"))
 
 
-BODIES = (Registration, NodeTable, NodeLost, Abort, LearningRate, OptimizerBlob, StatesBlob,
+BODIES = (Registration, NodeTable, NodeLost, WorkerJoined, ResumePoint, Abort, LearningRate, OptimizerBlob, StatesBlob,
           SegmentName, ProbeToken, RowIds, Text)

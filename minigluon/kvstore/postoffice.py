@@ -173,7 +173,7 @@ class PostOffice:
         self.van.log.info("announcing %s (%s)", host, announce_source(root_ip))
         info = Registration(self.role, host, host_id(), os.getpid(), config.launch_rank(),
                             **(self._bind(host) if self.role == "server" else
-                               {"sync": self.sync}))
+                               {"sync": self.sync, "restart": config.restart_count()}))
         table = []
         req = self.van.request("scheduler", Message(Cmd.REGISTER, payload=[info.encode()]),
                                "registration (waiting for every node of the job to register "

@@ -22,6 +22,14 @@ is not):
   the servers and the other workers are told (NODE_LOST, logged), barriers and the end of
   the job stop waiting for it, and it gets an ABORT should it ever come back.
 
+Restarts (MINIGLUON_MAX_RESTARTS > 0, set by `minigluon-launch --max-restarts N`): a lost
+worker neither ends the job nor is dropped: it is held `restarting` for
+MINIGLUON_RESTART_TIMEOUT s, and barriers and the end of the job wait for it. A worker that
+registers with MINIGLUON_RESTART_COUNT > 0 and the lost one's MINIGLUON_LAUNCH_RANK takes
+over that rank at once (whether or not the loss was noticed yet): the servers are told its
+identity (WORKER_JOINED) before it gets the node table, and the barriers the job already
+passed are answered at once when it calls them again. See docs/restarts.md.
+
 Uneven steps: in a dist_sync job, once a worker finalized after n steps, a worker seen at
 a later step (in its heartbeats or its own finalize) would wait forever for pushes that
 never come; the job ends with both counts instead.
@@ -39,7 +47,7 @@ from .. import config
 from ..config import ConfigError
 from .liveness import abort_payload, describe
 from .. import telemetry
-from .messages import BodyError, NodeLost, NodeTable, Registration, Text
+from .messages import BodyError, NodeLost, NodeTable, Registration, Text, WorkerJoined
 from .postoffice import resolve
 from .throttle import LogThrottle
 from .van import Van
@@ -56,7 +64,7 @@ class _Node:
     """What the scheduler knows of one registered node."""
 
     __slots__ = ("identity", "req", "info", "role", "rank", "seen", "probed", "steps",
-                 "state")
+                 "state", "barriers", "deadline")
 
     def __init__(self, identity, req, info):
         self.identity, self.req, self.info = identity, req, info     # info: Registration
@@ -64,7 +72,9 @@ class _Node:
         self.seen = time.monotonic()     # its last heartbeat (or its registration)
         self.probed = None               # when the scheduler probed it, silent
         self.steps = 0                   # workers: steps so far, from heartbeats and finalize
-        self.state = "up"                # up | finalized | lost
+        self.state = "up"                # up | finalized | lost | restarting
+        self.barriers = 0                # workers: barrier() calls so far
+        self.deadline = None             # restarting: when the job stops waiting for it
 
     def lost_info(self):
         """The node as liveness.describe() and PeerLostError name it."""
@@ -126,6 +136,9 @@ class Scheduler:
         self._ranked = False             # the node table was sent
         self._async = False              # every worker registered with a dist_async store
         self._barrier = []               # (identity, request id) of workers in the barrier
+        self._barriers_done = 0          # barriers released so far
+        self._max_restarts = config.max_restarts()
+        self._restart_timeout = config.restart_timeout()
         self._status = None              # the exit status, once the job is over
         self._parent = config.kvstore_parent_pid()
         self._timeout = config.ps_heartbeat_timeout() if config.ps_heartbeat_interval() else 0
@@ -198,7 +211,8 @@ class Scheduler:
         if not self._ranked and time.monotonic() > self._deadline:
             self._abort(self._missing_nodes())
             return
-        if not self._timeout:
+        self._check_restarts()
+        if not self._timeout or self._status is not None:
             return
         now = time.monotonic()
         for node in list(self._nodes.values()):
@@ -212,6 +226,17 @@ class Scheduler:
                                  f"a direct probe within {now - node.probed:.1f} s "
                                  f"(PS_PROBE_TIMEOUT={self._probe_timeout:g}); it is presumed "
                                  "dead")
+
+    def _check_restarts(self):
+        """End the job when a lost worker's replacement did not come in time."""
+        now = time.monotonic()
+        for node in self._role("worker", "restarting"):
+            if now > node.deadline and self._status is None:
+                self._abort(f"no replacement registered within {self._restart_timeout:g} s "
+                            "(MINIGLUON_RESTART_TIMEOUT) after it was lost; its restarts "
+                            "may have run out (minigluon-launch --max-restarts) or the "
+                            "replacement failed to start; see the launcher's summary",
+                            node)
 
     def _stalled(self):
         """The scheduler itself got no CPU for a while: a probe sent before proves nothing
@@ -234,10 +259,20 @@ class Scheduler:
                 "missing ones with the same DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT")
 
     def _lost(self, node, reason):
-        if node.role == "worker" and self._ranked and self._async:
+        if node.role == "worker" and self._ranked and self._max_restarts:
+            self._hold(node, reason)
+        elif node.role == "worker" and self._ranked and self._async:
             self._drop(node, reason)
         else:
             self._abort(f"{reason}; the scheduler ended the job", node)
+
+    def _hold(self, node, reason):
+        """Restarts allowed: keep the job, and the lost worker's place, for its
+        replacement, up to MINIGLUON_RESTART_TIMEOUT."""
+        node.state, node.deadline = "restarting", time.monotonic() + self._restart_timeout
+        self.van.log.warning("%s was lost: %s; holding the job for its replacement (up to "
+                             "%g s, MINIGLUON_RESTART_TIMEOUT)", node, reason,
+                             self._restart_timeout)
 
     def _drop(self, node, reason):
         """dist_async: go on without a lost worker."""
@@ -306,6 +341,9 @@ class Scheduler:
     def _register(self, identity, msg):
         info = Registration.decode(msg.body())
         role = info.role
+        if role == "worker" and info.restart:
+            self._replace(identity, msg, info)
+            return
         expected = self.env.num_worker if role == "worker" else self.env.num_server
         if identity in self._nodes:
             raise ValueError(f"this {role} registered already")
@@ -320,6 +358,37 @@ class Scheduler:
                                                      ("server", self.env.num_server))):
             self._send_node_table()
 
+    def _replace(self, identity, msg, info):
+        """A restarted worker takes over the rank of the process it replaces."""
+        if not self._max_restarts:
+            raise ValueError(f"a worker registered as restart {info.restart} "
+                             "(MINIGLUON_RESTART_COUNT), but this job takes no replacements; "
+                             "start the job with minigluon-launch --max-restarts N")
+        old = next((n for n in self._role("worker") if n.rank is not None
+                    and n.rank == info.rank_hint and n.state in ("up", "restarting")), None)
+        if old is None or not self._ranked:
+            raise ValueError(f"a restarted worker claims MINIGLUON_LAUNCH_RANK="
+                             f"{info.rank_hint!r}, which names no running or lost worker of "
+                             "this job; give it the rank of the worker it replaces")
+        del self._nodes[old.identity]
+        self._barrier = [(i, r) for i, r in self._barrier if i != old.identity]
+        node = self._nodes[identity] = _Node(identity, msg.req, info)
+        node.rank, node.steps = old.rank, old.steps
+        self.van.log.warning("worker %d restarted (restart %d): pid %s replaces %s", node.rank,
+                             info.restart, info.pid, old)
+        news = WorkerJoined(node.rank, identity.decode("utf-8", "replace"),
+                            info.restart).encode()
+        for server in self._role("server", "up"):
+            self.van.reply(server.identity, Message(Cmd.WORKER_JOINED, payload=[news]))
+        table = NodeTable(node.rank, self.env.num_worker, self.env.num_server,
+                          self._server_table(), self.token, None)
+        self.van.reply(identity, Message(Cmd.BYTES, req=node.req, payload=[table.encode()]))
+
+    def _server_table(self):
+        servers = sorted(self._role("server"), key=lambda n: n.rank)
+        return tuple({"rank": n.rank, "tcp": n.info.tcp, "ipc": n.info.ipc,
+                      "hostid": n.info.hostid} for n in servers)
+
     def _send_node_table(self):
         workers = self._in_rank_order("worker", self.env.num_worker)
         servers = self._in_rank_order("server", self.env.num_server)
@@ -328,8 +397,7 @@ class Scheduler:
                 node.rank = rank
         self._ranked = True
         self._async = all(n.info.sync is False for n in workers)
-        server_table = tuple({"rank": n.rank, "tcp": n.info.tcp, "ipc": n.info.ipc,
-                              "hostid": n.info.hostid} for n in servers)
+        server_table = self._server_table()
         identities = tuple(w.identity.decode("utf-8", "replace") for w in workers)
         for node in workers + servers:
             table = NodeTable(node.rank, self.env.num_worker, self.env.num_server, server_table,
@@ -361,7 +429,11 @@ class Scheduler:
         return node
 
     def _barrier_in(self, identity, msg):
-        self._worker(identity, "barrier")
+        node = self._worker(identity, "barrier")
+        node.barriers += 1
+        if node.barriers <= self._barriers_done:     # a replacement replays a passed one
+            self._ack(identity, msg.req)
+            return
         done = self._role("worker", "finalized")
         if done:
             raise ValueError(f"worker {done[0].rank} finalized (after {done[0].steps} steps) "
@@ -372,11 +444,12 @@ class Scheduler:
 
     def _release_barrier(self):
         waiting = {identity for identity, _ in self._barrier}
-        up = self._role("worker", "up")
-        if self._barrier and all(n.identity in waiting for n in up):
+        due = self._role("worker", "up") + self._role("worker", "restarting")
+        if self._barrier and all(n.identity in waiting for n in due):
             for identity, req in self._barrier:
                 self._ack(identity, req)
             self._barrier = []
+            self._barriers_done += 1
 
     def _finalize(self, identity, msg):
         node = self._worker(identity, "finalize")
@@ -393,7 +466,8 @@ class Scheduler:
         self._end_if_done()
 
     def _end_if_done(self):
-        if self._status is not None or self._role("worker", "up"):
+        if self._status is not None or self._role("worker", "up") \
+                or self._role("worker", "restarting"):
             return
         for server in self._role("server", "up"):
             self.van.reply(server.identity, Message(Cmd.EXIT))

@@ -19,7 +19,20 @@ that claims another worker's rank) is refused, so garbage and strangers never re
 key. Refusals are logged rate-limited. When the scheduler reports a worker lost in a
 dist_async job (NODE_LOST), dist_sync keys, which would wait for it forever, refuse every
 request, as do waits for an init only the lost worker 0 could have made.
+
+Restarts (MINIGLUON_MAX_RESTARTS > 0, docs/restarts.md): each key counts the pushes it took
+from each rank. When the scheduler says a replacement took over a rank (WORKER_JOINED),
+its identity is served as that rank; a request of it that came before the news waits
+for it (up to _PARK_SECONDS). The replacement asks (RESUME) how far its rank had got and
+pushes the lost step again: a push of a (rank, key, step) the server already holds is
+acknowledged and dropped, so nothing counts twice. A dist_sync key also keeps its value
+of the round before the last, which a replacement pulls to recompute the lost step when
+that key's round was completed with the lost process's push. A replacement of worker 0
+initializes keys and sets the optimizer as worker 0 does: what the lost one had done
+already is acknowledged and kept (values, optimizer states), what it had not is done.
 """
+import time
+
 import os
 
 import numpy as np
@@ -34,7 +47,7 @@ from .. import telemetry
 from .base import KVStoreError
 from .liveness import describe
 from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, OptimizerBlob,
-                       ProbeToken, SegmentName, StatesBlob, Text)
+                       ProbeToken, ResumePoint, SegmentName, StatesBlob, Text, WorkerJoined)
 from .modes import from_wire
 from . import safe_pickle
 from .postoffice import PostOffice
@@ -48,6 +61,8 @@ from .wire import Cmd, Flag, Message
 __all__ = ["KVServer"]
 
 _ZERO_COPY_BYTES = 65536      # pyzmq copies smaller frames itself
+_PARK_SECONDS = 30.0          # how long a replacement's request may wait for WORKER_JOINED
+_PARK_LIMIT = 256             # requests kept waiting at most (strangers cannot fill memory)
 
 
 class _Refused(Exception):
@@ -64,7 +79,7 @@ class _Key:
 
     __slots__ = ("key", "store", "dtype", "shape", "offset", "length", "mode", "value",
                  "spare", "round", "pushes", "ahead", "pulls", "trackers", "row_sparse",
-                 "failed", "rows_scratch")
+                 "failed", "rows_scratch", "held", "prev")
 
     def __init__(self, msg, value):
         self.key, self.store, self.dtype, self.shape = msg.key, msg.store, msg.dtype, msg.shape
@@ -80,6 +95,8 @@ class _Key:
         self.pulls = []                 # (identity, PULL message, dest: see _pull)
         self.trackers = []              # zmq trackers of zero-copy sends of `value`
         self.rows_scratch = (np.empty(0, np.int64), np.empty(0, self.dtype))
+        self.held = {}                  # rank -> pushes taken from it (restarts dedupe)
+        self.prev = None                # restarts, dist_sync: the value of round - 1
 
     def describe(self):
         stype = "row_sparse " if self.row_sparse else ""
@@ -143,10 +160,14 @@ class KVServer:
             Cmd.PULL: self._pull, Cmd.SET_OPTIMIZER: self._set_optimizer,
             Cmd.GET_STATES: self._get_states, Cmd.SET_STATES: self._set_states,
             Cmd.SHM_PROBE: self._shm_probe, Cmd.SET_LR: self._set_lr,
+            Cmd.RESUME: self._resume,
         }
         self._segments = {}            # name -> Segment: the workers' shared memory
         self._workers = {}             # identity -> rank of the job's workers
         self._lost = {}                # rank -> why a worker was dropped (dist_async)
+        self._restartable = config.max_restarts() > 0
+        self._parked = []              # (deadline, identity, msg): before WORKER_JOINED
+        self._replacements = set()     # identities of restarted workers
         self._complaints = LogThrottle(self.van.log, "refused requests")
         self._telemetry = telemetry.Sender("server", telemetry.NODE_INTERVAL)
         self.push_bytes = self.pull_bytes = 0     # payload bytes taken and sent, shm too
@@ -165,6 +186,7 @@ class KVServer:
                 self.van.poll(200)
                 self._check_parent()
                 self.po.check_alive("requests (serving the workers)")
+                self._expire_parked()
                 self._telemetry.send({"push_bytes": self.push_bytes,
                                       "pull_bytes": self.pull_bytes})
             return 0
@@ -187,8 +209,13 @@ class KVServer:
                 self._done = True
             elif msg.cmd == Cmd.NODE_LOST:
                 self._worker_lost(msg)
+            elif msg.cmd == Cmd.WORKER_JOINED:
+                self._worker_joined(msg)
             else:
                 self.van.log.warning("ignored %r from the scheduler", msg)
+            return
+        if self._should_park(source):
+            self._parked.append((time.monotonic() + _PARK_SECONDS, source, msg))
             return
         handler = self._handlers.get(msg.cmd)
         try:
@@ -208,6 +235,58 @@ class KVServer:
             lost = self._lost.get(msg.sender) if rank is None else None
             raise _Refused(f"{msg.cmd.name} from a peer that is not a worker of this job"
                            + (f" ({lost})" if lost else ""))
+
+    # ---- restarts -----------------------------------------------------------------------
+    def _should_park(self, identity):
+        """A request from an unknown worker identity in a restartable job may be a
+        replacement's that overtook the scheduler's WORKER_JOINED: it waits for it."""
+        return (self._restartable and identity not in self._workers
+                and identity.startswith(b"worker-") and len(self._parked) < _PARK_LIMIT)
+
+    def _expire_parked(self):
+        now = time.monotonic()
+        late = [p for p in self._parked if p[0] < now]
+        if late:
+            self._parked = [p for p in self._parked if p[0] >= now]
+        for _, identity, msg in late:
+            self._refuse(identity, msg, f"{msg.cmd.name} from a peer that is not a worker "
+                                        f"of this job (no WORKER_JOINED named it within "
+                                        f"{_PARK_SECONDS:g} s)")
+
+    def _worker_joined(self, msg):
+        """A replacement took over a rank: serve its identity as that rank, not the lost
+        process's, and handle what it sent before the news came."""
+        try:
+            news = WorkerJoined.decode(msg.body())
+        except BodyError as err:
+            self.van.log.warning("ignored a WORKER_JOINED from the scheduler: %s", err)
+            return
+        ident = news.identity.encode()
+        self._workers = {i: r for i, r in self._workers.items() if r != news.rank}
+        self._workers[ident] = news.rank
+        self._replacements.add(ident)
+        self.van.log.warning("worker %d was restarted (restart %d); serving its "
+                             "replacement", news.rank, news.restarts)
+        mine = [p for p in self._parked if p[1] == ident]
+        self._parked = [p for p in self._parked if p[1] != ident]
+        for _, identity, parked in mine:
+            self._on_message(identity, parked)
+
+    def _repeated_push(self, state, msg):
+        """Restarts: whether this push of (rank, key, step) was taken already (the lost
+        process pushed it before it died)."""
+        if msg.version > state.held.get(msg.sender, 0):
+            return False
+        self.van.log.info("push to key %r, step %d from worker %d: taken already (before "
+                          "its restart); dropped", msg.key, msg.version, msg.sender)
+        return True
+
+    def _resume(self, identity, msg):
+        """How far the asking worker's rank got: the fewest and most pushes of it that
+        this server's keys took."""
+        counts = [state.held.get(msg.sender, 0) for state in self.keys.values()]
+        point = ResumePoint(len(counts), min(counts, default=0), max(counts, default=0))
+        self.van.reply(identity, Message(Cmd.BYTES, req=msg.req, payload=[point.encode()]))
 
     def _refuse(self, identity, msg, text):
         self._complaints.warning("refused %r from %r: %s", msg, identity, text)
@@ -281,6 +360,9 @@ class KVServer:
     # ---- init -------------------------------------------------------------------------
     def _init(self, identity, msg):
         name = (msg.store, msg.key)
+        if name in self.keys and identity in self._replacements:
+            self._ack(identity, msg)          # the lost worker 0 initialized it: kept
+            return
         if name in self.keys:
             raise _Refused(f"init of key {msg.key!r}: the key is already initialized "
                            f"({self.keys[name].describe()}); a key is initialized once")
@@ -313,9 +395,14 @@ class KVServer:
         """Take a push: acknowledged on arrival, or once read when it is in the worker's
         shared memory (the worker reuses the segment after the reply)."""
         state = self._state(msg, "push to")
+        if self._restartable and self._repeated_push(state, msg):
+            self._ack(identity, msg)
+            return
         entry = (msg, identity, self._push_data(msg))
         self.push_bytes += _payload_bytes(entry[2])
         (self._push_sync if state.mode.sync else self._push_async)(state, entry)
+        if self._restartable:             # taken (a refused push raised before this)
+            state.held[msg.sender] = msg.version
 
     def _push_async(self, state, entry):
         """dist_async: apply the push now."""
@@ -371,6 +458,8 @@ class KVServer:
         while len(state.pushes) == self.num_workers:
             entries, state.pushes = state.pushes, []
             entries.sort(key=lambda e: e[0].sender)
+            if self._restartable and not state.row_sparse:
+                state.prev = state.value.copy()      # a replacement may need it
             self._apply_round(state, entries)
             for msg, identity, _ in entries:
                 if msg.flags & Flag.SHM:
@@ -452,13 +541,27 @@ class KVServer:
         if state.mode.sync and msg.version > state.round:
             state.pulls.append((identity, msg, dest))
             return
+        if state.mode.sync and msg.version < state.round and state.prev is not None:
+            self._send_previous(state, identity, msg, dest)
+            return
         self._answer_pull(state, identity, msg, dest)
 
-    def _send_value(self, state, identity, msg, dest):
-        """Answer a pull: copy into the worker's segment, or send the value zero-copy."""
-        value = state.value
+    def _send_previous(self, state, identity, msg, dest):
+        """A replacement recomputing its lost step asks for the round before the last."""
+        if msg.version != state.round - 1 or msg.flags & Flag.ROW_SPARSE:
+            raise _Refused(f"pull from key {msg.key!r}: round {msg.version} is gone (the "
+                           f"key is at round {state.round}, and only round "
+                           f"{state.round - 1} is kept for a restarted worker)")
+        self._send_value(state, identity, msg, dest, state.prev)
+
+    def _send_value(self, state, identity, msg, dest, value=None):
+        """Answer a pull: copy into the worker's segment, or send the value zero-copy
+        (`value`: the kept value of the round before the last instead of the current)."""
+        kept = value is not None
+        value = state.value if value is None else value
         reply = Message(Cmd.VALUE, key=state.key, store=state.store, req=msg.req,
-                        dtype=state.dtype, shape=state.shape, version=state.round,
+                        dtype=state.dtype, shape=state.shape,
+                        version=state.round - 1 if kept else state.round,
                         offset=state.offset, length=state.length)
         if msg.flags & Flag.ROW_SPARSE:             # dest: the row ids asked for
             reply.flags = Flag.ROW_SPARSE
@@ -474,8 +577,8 @@ class KVServer:
             return
         reply.payload = [value]
         big = value.nbytes >= _ZERO_COPY_BYTES
-        tracker = self.van.reply(identity, reply, track=big)
-        if big:
+        tracker = self.van.reply(identity, reply, track=big and not kept)
+        if big and not kept:
             state.trackers.append(tracker)
 
     def _shm_probe(self, identity, msg):
@@ -492,6 +595,9 @@ class KVServer:
         body = OptimizerBlob.decode(msg.body())
         if body.token != self.po.token or not 0 <= msg.sender < self.num_workers:
             raise _Refused("set_optimizer from a peer that is not a worker of this job")
+        if identity in self._replacements and msg.store in self.updaters:
+            self._ack(identity, msg)          # kept, with the states the job built up
+            return
         optimizer = safe_pickle.loads(body.blob, may_import=self.van.auth is not None)
         self.updaters[msg.store] = get_updater(optimizer)
         self.van.log.info("optimizer of store %d set: %s", msg.store, type(optimizer).__name__)

@@ -18,10 +18,31 @@ import socket
 import statistics
 import time
 from array import array
+from dataclasses import dataclass
 
 from .. import telemetry
 
-__all__ = ["StepClock"]
+__all__ = ["StepClock", "ResumeState"]
+
+
+@dataclass(frozen=True)
+class ResumeState:
+    """Where a worker process starts in its job: `step` steps of its rank are done (0 for
+    a first start), and this process is its rank's `restarts`-th replacement.
+    `partial`: the lost process had pushed some keys of step `step` + 1, which the
+    servers keep and will not count twice.
+
+    >>> ResumeState(0, 0).resumed
+    False
+    """
+    step: int = 0
+    restarts: int = 0
+    partial: bool = False
+
+    @property
+    def resumed(self):
+        """Whether this process takes over a rank that already made steps."""
+        return self.restarts > 0
 
 
 class StepClock:
@@ -42,6 +63,10 @@ class StepClock:
             self._durations.append(duration)
         self._boundary, self.count = now, pushes
         telemetry.worker().on_step(pushes, duration)
+
+    def resume(self, count):
+        """Start counting at `count` steps (a replacement continues its rank's count)."""
+        self.count = count
 
     def stats(self):
         """{steps, step_time_median_s, step_time_mean_s, step_time_max_s} (times are None

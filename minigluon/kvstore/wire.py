@@ -64,6 +64,7 @@ class Cmd(enum.IntEnum):
     HEARTBEAT = 6      # node -> scheduler, key = node identity, sender = rank,
                        # version = step count; reply ACK
     NODE_LOST = 7      # scheduler -> nodes: a worker left a dist_async job; payload: NodeLost
+    WORKER_JOINED = 8  # scheduler -> servers: a replacement took over a rank; WorkerJoined
     # worker <-> server
     INIT = 10          # worker 0 sets a key's (slice of) value
     INIT_WAIT = 11     # other workers: reply when worker 0's INIT arrived
@@ -74,6 +75,8 @@ class Cmd(enum.IntEnum):
     SET_STATES = 16    # payload: StatesBlob (job token + updater states for this server)
     SHM_PROBE = 17     # payload: SegmentName; reply BYTES: ProbeToken, read from it
     SET_LR = 18        # payload: LearningRate, the store optimizer's new rate
+    RESUME = 19        # a replacement worker asks what its rank pushed; reply BYTES:
+                       # ResumePoint (messages.py)
     # replies
     ACK = 20
     VALUE = 21         # payload: array
@@ -100,7 +103,8 @@ _PAYLOAD = {
     Cmd.INIT_WAIT: _NONE,
     Cmd.PUSH: _ARRAY, Cmd.PULL: _NONE, Cmd.SET_OPTIMIZER: _BYTES, Cmd.GET_STATES: _NONE,
     Cmd.SET_STATES: _BYTES, Cmd.SHM_PROBE: _BYTES, Cmd.SET_LR: _BYTES, Cmd.ACK: _NONE,
-    Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES, Cmd.ERROR: _BYTES,
+    Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES, Cmd.ERROR: _BYTES, Cmd.WORKER_JOINED: _BYTES,
+    Cmd.RESUME: _NONE,
 }
 
 _DTYPES = {1: np.float32, 2: np.float64, 3: np.float16, 4: np.uint8, 5: np.int32,

@@ -9,6 +9,8 @@ from typing import Optional
 from .hosts import place
 from ..telemetry import ENV as TELEMETRY_ENV
 
+MAX_RESTARTS_ENV = "MINIGLUON_MAX_RESTARTS"   # every process: the job takes replacements
+RESTART_ENV = "MINIGLUON_RESTART_COUNT"       # a replacement: its rank's restarts so far
 GUARD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
 DEFAULT_ROLE_CODE = "import minigluon"  # a scheduler or server serves when it imports us
 _PYTHON = re.compile(r"(^|/)python[0-9.]*$")
@@ -36,6 +38,7 @@ class Job:
     stats: Optional[object] = None  # stats.StatsDir: the local workers' step-time folders
     state: Optional[object] = None  # jobstate.JobState: the live picture, fed by telemetry
     telemetry: bool = True          # processes write telemetry lines (telemetry.py)
+    max_restarts: int = 0           # --max-restarts: lost workers the job may replace
 
     def placements(self, hosts):
         """Servers and workers on `hosts`, cycling as the FAQ describes."""
@@ -57,6 +60,8 @@ class Job:
             env["MINIGLUON_LAUNCH_RANK"] = str(rank)
         if self.telemetry:
             env[TELEMETRY_ENV] = "1"
+        if self.max_restarts:
+            env[MAX_RESTARTS_ENV] = str(self.max_restarts)
         if self.interface:
             env["DMLC_INTERFACE"] = self.interface
         elif node_host:

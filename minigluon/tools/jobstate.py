@@ -149,6 +149,8 @@ class JobState:
             node = self._nodes.get(label)
             if node is not None:
                 node.host, node.pid = host, pid
+                if node.state in ("failed", "lost"):     # a restarted worker
+                    node.state = "starting"
 
     def process_exited(self, label, returncode, stopped=False):
         """The process `label` ended; a bundle's end ends the nodes it ran."""

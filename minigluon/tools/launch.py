@@ -80,6 +80,11 @@ def build_parser():
                    'python -c "import minigluon")')
     p.add_argument("--scheduler-command", help='shell command of the scheduler (default: '
                    'python -c "import minigluon")')
+    p.add_argument("--max-restarts", type=_positive(int), default=0, metavar="N",
+                   help="restart a failed worker with the same rank, up to N times in all "
+                   "(torchrun's name); the servers hold its step open and it resumes there "
+                   "(local and ssh launchers; default 0: a failure ends the job). See "
+                   "docs/restarts.md")
     p.add_argument("--grace", type=_positive(float), default=3.0,
                    help="seconds between SIGTERM and SIGKILL when stopping (default 3)")
     p.add_argument("--shutdown-timeout", type=_positive(float), default=10.0,
@@ -148,6 +153,11 @@ def build_job(args):
     """The Job the command line describes (hosts read, sizes and options checked)."""
     if args.sync_dst_dir and args.launcher != "ssh":
         raise LaunchError("--sync-dst-dir works with --launcher ssh only")
+    if args.max_restarts and args.launcher not in ("local", "ssh"):
+        raise LaunchError(f"--max-restarts works with --launcher local and ssh, not "
+                          f"{args.launcher} (mpirun and srun start every rank at once and "
+                          "cannot restart one); help: drop --max-restarts, or use --launcher "
+                          "ssh with the same hosts")
     if args.hostfile and args.launcher == "local":
         raise LaunchError("--launcher local runs everything on this host; help: drop "
                           "-H/--hostfile, or use --launcher ssh")
@@ -157,7 +167,7 @@ def build_job(args):
                extra_env=parse_env(args.env), grace=args.grace,
                server_command=args.server_command, scheduler_command=args.scheduler_command,
                ssh_options=args.ssh_option, sync_dst_dir=args.sync_dst_dir,
-               remote_python=args.remote_python)
+               remote_python=args.remote_python, max_restarts=args.max_restarts)
 
 
 def launch(args, on_job=None):
@@ -207,7 +217,8 @@ def _dashboard(address, snapshot, secret):
 
 def _supervise(job, tasks, bar, shutdown_timeout):
     """Start `tasks` and supervise them until the job ends; its Outcome."""
-    with ProcessGroup(grace=job.grace, state=job.state, display=bar) as group:
+    with ProcessGroup(grace=job.grace, state=job.state, display=bar,
+                      max_restarts=job.max_restarts) as group:
         for task in tasks:
             if group.interrupted:
                 break

@@ -5,6 +5,10 @@ Every process is started in a session of its own, so Ctrl+C in the terminal reac
 the launcher, which then stops the job in order; each is armed with PR_SET_PDEATHSIG, so
 it gets SIGTERM if the launcher is SIGKILLed. Processes are addressed by the PID and the
 process group the launcher created for them, never by name.
+
+With a restart budget (`--max-restarts N`), a worker that fails is started again, with
+the same label and rank and MINIGLUON_RESTART_COUNT set, as long as the job's budget lasts;
+the failure that finds it spent ends the job as before (docs/restarts.md).
 """
 import collections
 import json
@@ -15,11 +19,12 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable, Optional
 
 from .guard import STATS_MARKER, Lines, arm_for_parent, describe
+from .job import RESTART_ENV
 from ..telemetry import split_line
 
 TAIL_LINES = 15
@@ -47,6 +52,15 @@ class Task:
     @property
     def primary(self):
         return self.role in ("worker", "bundle")
+
+    def restarted(self, count):
+        """This task again, as its rank's `count`-th replacement (MINIGLUON_RESTART_COUNT):
+        in its environment, or, for ssh, in the environment its remote guard reads from
+        stdin."""
+        if self.stdin_line is None:
+            return replace(self, env={**self.env, RESTART_ENV: str(count)})
+        remote_env = {**json.loads(self.stdin_line), RESTART_ENV: str(count)}
+        return replace(self, stdin_line=json.dumps(remote_env).encode() + b"\n")
 
     @property
     def demux(self):
@@ -101,6 +115,7 @@ class Member:
         self.task, self.popen = task, popen
         self.pgid = popen.pid  # start_new_session: the child leads its own group
         self.stopped = False
+        self.replaced = False  # it failed and a replacement was started
 
     @property
     def returncode(self):
@@ -108,7 +123,7 @@ class Member:
 
     @property
     def failed(self):
-        return self.returncode not in (None, 0) and not self.stopped
+        return self.returncode not in (None, 0) and not self.stopped and not self.replaced
 
     def request_stop(self):
         """Ask politely: close stdin (ssh: the remote guard stops its group) or SIGTERM."""
@@ -141,8 +156,11 @@ class ProcessGroup:
     plain writes, and its `tick()` runs every pass of the supervising loop.
     """
 
-    def __init__(self, grace=3.0, stdout=None, stderr=None, state=None, display=None):
+    def __init__(self, grace=3.0, stdout=None, stderr=None, state=None, display=None,
+                 max_restarts=0):
         self.grace = grace
+        self.max_restarts = max_restarts
+        self.restarts = collections.Counter()   # label -> restarts of that worker
         self.state, self.display = state, display
         self.members = []
         self.interrupted = None
@@ -206,15 +224,39 @@ class ProcessGroup:
             if self.display is not None:
                 self.display.tick()
             first = next((m for m in self._exit_order if m.failed), None)
+            if first is not None and not self.interrupted and self._restart(first):
+                continue
             if self.interrupted or first:
                 return self._finish(first)
             live = [m for m in self.members if m.returncode is None]
             if not live:
                 return self._finish(None)
-            if all(m.returncode == 0 for m in self.members if m.task.primary):
+            if all(m.returncode == 0 for m in self.members
+                   if m.task.primary and not m.replaced):
                 finished_at = finished_at or time.monotonic()
                 if time.monotonic() - finished_at >= shutdown_timeout:
                     return self._finish(None, lingering=live)
+
+    def _restart(self, member):
+        """Start a failed worker again while the job's restart budget lasts; whether it was."""
+        task = member.task
+        used = sum(self.restarts.values())
+        if task.role != "worker" or used >= self.max_restarts:
+            return False
+        member.replaced = True
+        self.restarts[task.label] += 1
+        count = self.restarts[task.label]
+        self._note(task.label, f"{task.label} failed ({describe(member.returncode)}); "
+                   f"restarting it (restart {used + 1} of {self.max_restarts}, "
+                   "--max-restarts)")
+        self.start(task.restarted(count))
+        return True
+
+    def _note(self, label, text):
+        """A line of the launcher's own about the process `label` (in its tail too)."""
+        line = f"minigluon-launch: {text}"
+        self._tails[label].append(line)
+        self._write(self._err, line.encode() + b"\n")
 
     def _finish(self, first, lingering=()):
         outcome = Outcome(interrupted=self.interrupted,
@@ -348,4 +390,9 @@ class ProcessGroup:
                            list(self._tails[label]))
         tail = list(self._tails[task.label])
         hint = task.diagnose(tail) if task.diagnose else None
+        if self.max_restarts and task.role == "worker":
+            hint = (f"help: the job's restarts ran out: {sum(self.restarts.values())} of "
+                    f"--max-restarts {self.max_restarts} were used ({task.label}: "
+                    f"{self.restarts[task.label]}); raise --max-restarts, or find why "
+                    f"{task.label} fails") + (f"; {hint}" if hint else "")
         return Failure(task.label, task.host, member.returncode, tail, hint)

@@ -7,6 +7,7 @@ the fault.
 | `{kill,stop}-{worker,server,scheduler}-{dist_sync,dist_async}` | SIGKILL or SIGSTOP to worker 1, server 0 or the scheduler after step k | every surviving worker's blocking call raises PeerLostError naming the lost node within BOUND; workers exit 3, the scheduler and server 1; every process is gone within GONE. Except a worker lost in dist_async: the other one hears of it within BOUND, keeps training, and every process exits 0 within 5 s of its end |
 | `launcher-sigint`, `launcher-sigkill` | the signal to minigluon-launch after step k | every process it started is gone within GONE; SIGINT: it exits 130 and removes its folder; SIGKILL: only its step-time folder is left, and the next launch's sweep removes it |
 | `port-taken` | DMLC_PS_ROOT_PORT held by another program: listening in even repeats, bound only in odd ones | the scheduler fails at once. Listening: the workers and the server fail within BOUND of their start (the direct probe finds a program that does not speak zmq), although PS_STARTUP_TIMEOUT is 60 s. Bound only: to a prober that is "nothing listens yet", so they wait for a scheduler until PS_STARTUP_TIMEOUT (3 s here) and fail within STARTUP_BOUND, not before. Every error names the port and DMLC_PS_ROOT_PORT |
+| `restart-worker-{dist_sync,dist_async}` | SIGKILL to worker 1 after step k, under `minigluon-launch --max-restarts 1` | the launcher starts it again; the job finishes (exit 0) with every gradient applied exactly once: both workers' weights equal the closed form of all STEPS steps of both workers (a linear model, so the order of async updates does not matter); the next step completes within RESTART_BOUND of the fault |
 | `loss` | PS_DROP_MSG=10 with PS_RESEND=1 (dist_sync, 2 workers, 2 servers) | every value pulled at every step is exactly a lossless run's (a NumPy oracle); messages were dropped and resent; every process exits 0 |
 
 In every case no process the job started is left (by PID), nor a socket file or shared
@@ -21,6 +22,8 @@ machine at load 5-20 on 2 cores (clusterkit.SLACK = 2):
     GONE  = BOUND + SLACK * TIMEOUT / 4 + 2 s                       (7.9 s)
     STARTUP_BOUND = SLACK * (PS_STARTUP_TIMEOUT + 1 s) + 1 s        (9 s)
 
+    RESTART_BOUND = SLACK * (the job's own start, launch to step k) + 5 s
+
 A loss detected only through MINIGLUON_KVSTORE_TIMEOUT (60 s here), or not at all, fails
 them; so does a taken port that is waited on for PS_STARTUP_TIMEOUT's default 60 s.
 
@@ -30,6 +33,7 @@ drawn per case and repeat from MINIGLUON_CHAOS_SEED (default: a fresh seed per s
 which every failure prints: rerun with it to inject at the same steps. With `-s`, each run
 prints its measured times and the session ends with their medians per case.
 """
+import json
 import os
 import random
 import re
@@ -59,7 +63,8 @@ SEED = int(os.environ.get("MINIGLUON_CHAOS_SEED") or random.SystemRandom().randr
 
 FAULTS = [f"{how}-{victim}-{mode}" for how in ("kill", "stop")
           for victim in ("worker", "server", "scheduler") for mode in ("dist_sync", "dist_async")]
-CASES = FAULTS + ["launcher-sigint", "launcher-sigkill", "port-taken", "loss"]
+RESTARTS = [f"restart-worker-{mode}" for mode in ("dist_sync", "dist_async")]
+CASES = FAULTS + RESTARTS + ["launcher-sigint", "launcher-sigkill", "port-taken", "loss"]
 MEASURED = {}               # case -> [{measure: seconds}] of this session's runs
 
 TRAIN = """
@@ -126,6 +131,8 @@ def test_chaos(case, repeat, tmp_path):
     try:
         if case in FAULTS:
             measured = fault_case(tmp_path, k, *case.split("-"))
+        elif case in RESTARTS:
+            measured = restart_case(tmp_path, k, case.rsplit("-", 1)[1])
         elif case.startswith("launcher-"):
             measured = launcher_case(tmp_path, k, case[len("launcher-"):])
         elif case == "port-taken":
@@ -209,6 +216,70 @@ def _job_goes_on(job, pid, t0):
     assert "was lost: it sent no heartbeat" in job.err("scheduler"), job.dump()
     return {"detected": noticed - t0, "all_exited_after_end":
             max(job.exited[n] for n in survivors) - res["at"]}
+
+
+# ---- a worker killed, and restarted by the launcher ----------------------------------------
+
+RESTARTABLE = """
+MODE, K, STEPS, LR = os.environ['CHAOS_MODE'], int(os.environ['CHAOS_STEP']), 30, 0.01
+kv = mx.kv.create(MODE)
+r = kv.rank
+open(f'rank{r}.pid', 'w').write(str(os.getpid()))
+net = gluon.nn.Dense(4, in_units=8)
+net.initialize(mx.init.One())
+trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': LR}, kvstore=kv)
+start = kv.resume_state().step
+for t in range(start + 1, STEPS + 1):
+    x = nd.ones((2, 8)) * ((r + 1) * t)        # the gradient depends on (rank, step) only
+    with autograd.record():
+        loss = net(x).sum()
+    loss.backward()
+    trainer.step(2)
+    print(f'STEP {t} {time.monotonic():.6f}', flush=True)
+    if t == K and r == 0:
+        open('at-step', 'w').close()
+    time.sleep(0.05)
+kv.barrier()                                   # dist_async: every push applied by now
+params = net.collect_params()
+for i, name in enumerate(sorted(params.keys())):     # the Trainer's keys: sorted names
+    kv.pull(i, out=params[name].data())
+report(rank=r, start=start, weight=net.weight.data().asnumpy().tolist())
+"""
+RESTART_STEPS, RESTART_LR = 30, 0.01
+
+
+def restart_case(tmp_path, k, mode):
+    (tmp_path / "worker.py").write_text(PREAMBLE + "import os, sys, time\n" + RESTARTABLE)
+    (tmp_path / "pids").mkdir()
+    env = clean_env(**heartbeat_env(TIMEOUT), **chaos_env(mode, k), OMP_NUM_THREADS="1",
+                    OPENBLAS_NUM_THREADS="1")
+    run = Launch(["--max-restarts", 1, "-n", 2, "-s", 1, sys.executable,
+                  tmp_path / "worker.py"], tmp_path, tmp_path / "pids", env)
+    try:
+        run.wait_until(lambda: (tmp_path / "at-step").exists(), 60, "worker 0 at step k")
+        started = time.monotonic() - run.started
+        victim = int((tmp_path / "rank1.pid").read_text())
+        t0 = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        assert run.wait(60) == 0, run.text()
+        run.assert_nothing_left()
+        assert "worker 1 failed (killed by signal SIGKILL); restarting it" in run.err
+        results = [json.loads(line.split("RESULT ", 1)[1])
+                   for line in run.out.splitlines() if "] RESULT " in line]
+        assert sorted(r["rank"] for r in results) == [0, 1], run.text()
+        # SGD on the servers: each step takes lr * (rescale 1/2) * (the workers' summed
+        # gradients, 2 * (1 + 2) * t per weight); every one exactly once, in any order
+        want = 1 - RESTART_LR * 3 * sum(range(1, RESTART_STEPS + 1))
+        for res in results:
+            assert np.allclose(res["weight"], want, rtol=1e-5), (res, want, run.text())
+        resumed = next(r["start"] for r in results if r["rank"] == 1)
+        after = [float(t) for t in re.findall(r"\[worker 0\] STEP \d+ ([\d.]+)", run.out)
+                 if float(t) > t0]
+        bound = SLACK * started + 5.0
+        assert after and after[0] - t0 <= bound, (after[:1], t0, bound, run.text())
+        return {"next_step": after[0] - t0, "resumed_after_step": resumed}
+    finally:
+        run.kill()
 
 
 # ---- the launcher interrupted or killed ------------------------------------------------------

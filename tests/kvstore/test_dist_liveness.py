@@ -53,6 +53,26 @@ def test_init_and_barrier_end_when_a_worker_is_lost(tmp_path, where, what):
         job.cleanup()
 
 
+def test_a_lost_worker_no_one_replaces_ends_the_job_at_the_restart_deadline(tmp_path):
+    """With restarts allowed (MINIGLUON_MAX_RESTARTS, set by minigluon-launch) a lost
+    worker is waited for, but only MINIGLUON_RESTART_TIMEOUT s: then the job ends, naming
+    it and the variable (docs/restarts.md)."""
+    hold = 2.0
+    job = ChaosJob(tmp_path, "WHERE = 'barrier'\n" + BLOCKED,
+                   env={"MINIGLUON_MAX_RESTARTS": "1", "MINIGLUON_RESTART_TIMEOUT": str(hold)})
+    try:
+        job.watch(within=60)
+        t0 = float((tmp_path / "fault-at").read_text())
+        res = job.results()[1]
+        assert "no replacement registered within 2 s (MINIGLUON_RESTART_TIMEOUT)" \
+            in res["error"] and "lost worker 0 (127.0.0.1" in res["error"], res
+        assert hold <= res["at"] - t0 <= BOUND + hold, res["at"] - t0
+        assert "holding the job for its replacement" in job.err("scheduler"), job.dump()
+        print(f"restart deadline: raised {res['at'] - t0:.2f} s after the fault")
+    finally:
+        job.cleanup()
+
+
 def test_rendezvous_ends_when_a_registered_node_is_lost(tmp_path):
     # two workers expected, one starts; the server registers, then is killed
     job = ChaosJob(tmp_path, "kv = mx.kv.create('dist_sync')\n", workers=1, job_workers=2,

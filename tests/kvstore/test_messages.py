@@ -11,7 +11,8 @@ import pytest
 
 from minigluon.kvstore.messages import (BODIES, Abort, BodyError, LearningRate, NodeLost,
                                         NodeTable, OptimizerBlob, ProbeToken, Registration,
-                                        RowIds, SegmentName, StatesBlob, Text)
+                                        ResumePoint, RowIds, SegmentName, StatesBlob, Text,
+                                        WorkerJoined)
 from minigluon.kvstore.wire import Cmd, Message
 
 TOKEN = bytes(range(16))
@@ -24,10 +25,13 @@ SERVERS = ({"rank": 0, "tcp": "tcp://10.0.0.1:9000", "ipc": None, "hostid": "h/b
 SAMPLES = {
     Registration: [Registration("server", "10.0.0.1", "h/boot", 77, 0, tcp="tcp://10.0.0.1:9000",
                                 ipc="ipc:///tmp/mgkv-77.sock"),
-                   Registration("worker", "10.0.0.2", "g/boot", 78, None, sync=False)],
+                   Registration("worker", "10.0.0.2", "g/boot", 78, None, sync=False),
+                   Registration("worker", "10.0.0.2", "g/boot", 79, 1, sync=True, restart=2)],
     NodeTable: [NodeTable(1, 2, 2, SERVERS, TOKEN),
                 NodeTable(0, 2, 2, SERVERS, TOKEN, ("worker-a", "worker-b"))],
     NodeLost: [NodeLost(LOST, "it sent no heartbeat for 1.6 s", 1)],
+    WorkerJoined: [WorkerJoined(1, "worker-h-42-abcd", 1)],
+    ResumePoint: [ResumePoint(4, 17, 18), ResumePoint(0, 0, 0)],
     Abort: [Abort("uneven steps"), Abort("it sent no heartbeat", LOST)],
     LearningRate: [LearningRate(0.1), LearningRate(1e-300), LearningRate(-3.0)],
     OptimizerBlob: [OptimizerBlob(TOKEN, b"\x80\x04pickle."), OptimizerBlob(TOKEN, b"")],
@@ -70,6 +74,15 @@ def test_the_bytes_on_the_wire_did_not_change():
     assert SegmentName("mgkv-1").encode() == b"mgkv-1"
     assert RowIds(np.array([1, 258])).encode() == b"\x01" + b"\x00" * 7 + b"\x02\x01" + \
         b"\x00" * 6
+
+
+def test_restart_bodies_refuse_impossible_values():
+    with pytest.raises(BodyError, match="low <= high"):
+        ResumePoint.decode(b'{"keys": 2, "low": 5, "high": 4}')
+    with pytest.raises(BodyError, match="'rank' must be >= 0"):
+        WorkerJoined.decode(b'{"rank": -1, "identity": "w", "restarts": 1}')
+    with pytest.raises(BodyError, match="'restart' must be >= 0"):
+        Registration.decode(b'{"role": "worker", "host": "h", "hostid": "x", "restart": -2}')
 
 
 def test_errors_name_the_body_and_what_was_wrong():

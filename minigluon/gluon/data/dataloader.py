@@ -11,6 +11,9 @@ and every wait has a deadline (`timeout` for one batch). The workers are ended (
 then SIGTERM, then SIGKILL, by PID) when the pass ends, fails, is interrupted, or its
 iterator is garbage-collected.
 
+A worker that replaces a lost one (`minigluon-launch --max-restarts`) skips, through a
+SplitSampler loader, the batches its rank already trained on (resume.py).
+
 Out of scope: persistent workers across epochs, custom worker init functions, and CUDA
 in forked workers (load GPU data in the main process).
 """
@@ -20,6 +23,7 @@ from ...context import cpu_pinned
 from .batchify import as_in_context, default_batchify_fn, default_mp_batchify_fn
 from .multi_worker_iter import MultiWorkerIter
 from .process_pool import ProcessWorkers
+from .resume import ResumedBatches, steps_to_skip
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 from .thread_pool import ThreadWorkers
 
@@ -111,6 +115,8 @@ class DataLoader:
             batchify_fn = default_mp_batchify_fn if self._num_workers else default_batchify_fn
         self._batchify_fn = batchify_fn
         self.auto_reload = bool(auto_reload)
+        self.steps_per_epoch = None    # resume: an epoch's steps, when a script stops early
+        self._skip = None              # resume: batches still to skip (read at first pass)
         self._ready = self._new_pass() if self.auto_reload else None
 
     def __iter__(self):
@@ -136,15 +142,28 @@ class DataLoader:
             self._ready = self._new_pass()     # the next epoch starts reading now
 
     def _new_pass(self):
+        batches = self._pass_batches()
         if self._num_workers == 0:
-            return self._same_process_iter()
+            return self._same_process_iter(batches)
         pool = ThreadWorkers if self._thread_pool else ProcessWorkers
         workers = pool(self._dataset, self._batchify_fn, self._num_workers)
-        return MultiWorkerIter(self, workers, self._num_workers, self._batch_sampler,
+        return MultiWorkerIter(self, workers, self._num_workers, batches,
                                self._prefetch, self._timeout, self._pin_ctx)
 
-    def _same_process_iter(self):
-        for indices in self._batch_sampler:
+    def _pass_batches(self):
+        """This pass's batch sampler: the whole one, or, while a restarted worker skips
+        the batches its rank trained on, what is left of the epoch (resume.py)."""
+        if self._skip is None:
+            self._skip = steps_to_skip(self._batch_sampler)
+        if not self._skip:
+            return self._batch_sampler
+        epoch = self.steps_per_epoch or len(self._batch_sampler)
+        skip = min(self._skip, epoch)
+        self._skip -= skip
+        return ResumedBatches(self._batch_sampler, skip, epoch - skip)
+
+    def _same_process_iter(self, batches):
+        for indices in batches:
             batch = self._batchify_fn([self._dataset[i] for i in indices])
             yield batch if self._pin_ctx is None else as_in_context(batch, self._pin_ctx)
 

@@ -1,0 +1,146 @@
+"""A small data-parallel job that can lose a worker on purpose: the fixture of
+test_restarts.py.
+
+    minigluon-launch -n 2 -s 2 --max-restarts 1 python restart_train.py --out D \
+        [--kvstore dist_sync] [--kill RANK:STEP:KEYS]
+
+Each worker trains a LeNet-like net (no dropout unless --dropout, whose masks are seeded per rank and step: either way the
+run is deterministic) on its
+SplitSampler part of a fixed synthetic set, with the Trainer's usual loop, unchanged for
+restarts. With --kill, the first process (with --kill-every-time: every process) of worker RANK SIGKILLs itself in step STEP (1 is
+the first) once it has pushed KEYS of the parameters (0: before its first push), so the
+servers may hold part of the lost step. Each worker prints `STEP s t` after each step
+(t: time.monotonic(), one clock for the whole machine) and `KILL t` when it kills itself,
+and writes its final parameters to D/params-<rank>.npz and to D/loss-<rank>.json the
+loss of the whole set before and after training and its epochs' mean losses (dist_async:
+after a barrier, with the servers' final weights).
+"""
+import argparse
+import json
+import os
+import signal
+import time
+
+import numpy as np
+
+import minigluon as mx
+from minigluon import autograd, gluon, kv
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="folder for params-<rank>.npz")
+    ap.add_argument("--kvstore", default="dist_sync")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--samples", type=int, default=256)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--kill", help="RANK:STEP:KEYS: where the first process of RANK dies")
+    ap.add_argument("--dropout", type=float, default=0.0,
+                    help="add a Dropout layer; its masks are seeded per rank and step")
+    ap.add_argument("--kill-every-time", action="store_true",
+                    help="every process of RANK dies there, replacements too")
+    return ap.parse_args()
+
+
+def dataset(samples):
+    rng = np.random.RandomState(7)
+    x = rng.standard_normal((samples, 1, 12, 12)).astype(np.float32)
+    y = (x[:, 0, :6].sum(axis=(1, 2)) > 0).astype(np.float32) + \
+        (x[:, 0, 6:].sum(axis=(1, 2)) > 0).astype(np.float32)
+    return gluon.data.ArrayDataset(x, y)
+
+
+def lenet(dropout):
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Conv2D(4, 3, activation="relu"), gluon.nn.MaxPool2D(2),
+            gluon.nn.Flatten(), gluon.nn.Dense(16, activation="relu"))
+    if dropout:
+        net.add(gluon.nn.Dropout(dropout))
+    net.add(gluon.nn.Dense(3))
+    return net
+
+
+def arm_kill(store, spec, every_time):
+    """Make this process SIGKILL itself at RANK:STEP:KEYS; returns the step hook."""
+    rank, step, keys = (int(v) for v in spec.split(":"))
+    if store.rank != rank or (kv.resume_state().restarts and not every_time):
+        return lambda s: None
+    pushed, real_push = [0, 0], store.push          # [current step, pushes in it]
+
+    def die():
+        print(f"KILL {time.monotonic():.6f}", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def push(key, value, priority=0):
+        real_push(key, value, priority)
+        pushed[1] += 1
+        if pushed[0] == step and pushed[1] == keys:
+            die()
+
+    store.push = push
+
+    def on_step(s):
+        pushed[0], pushed[1] = s, 0
+        if s == step and keys == 0:
+            die()
+    return on_step
+
+
+def whole_loss(net, data, loss_fn):
+    x, y = (mx.nd.array(np.stack(column)) for column in zip(*[data[i] for i in
+                                                              range(len(data))]))
+    return float(loss_fn(net(x), y).mean().asscalar())
+
+
+def pull_all(store, net):
+    """The servers' current weights (the Trainer's keys are the sorted names)."""
+    params = net.collect_params()
+    for i, name in enumerate(sorted(params.keys())):
+        store.pull(i, out=params[name].data())
+
+
+def main():
+    args = parse_args()
+    mx.random.seed(1)
+    store = kv.create(args.kvstore)
+    on_step = arm_kill(store, args.kill, args.kill_every_time) if args.kill else (lambda s: None)
+    data = dataset(args.samples)
+    sampler = gluon.data.SplitSampler(len(data), store.num_workers, store.rank, seed=3)
+    train = gluon.data.DataLoader(data, args.batch_size, sampler=sampler,
+                                  last_batch="discard")
+    net = lenet(args.dropout)
+    net.initialize(mx.init.Xavier())
+    if args.dropout:    # shapes now: a deferred init inside step k would draw from its seed
+        net(mx.nd.zeros((1, 1, 12, 12)))
+    trainer = gluon.Trainer(net.collect_params(), "sgd",
+                            {"learning_rate": args.lr, "momentum": 0.9}, kvstore=store)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    before = whole_loss(net, data, loss_fn)
+    step, losses = store.resume_state().step, []
+    for _ in range(args.epochs):
+        total, count = 0.0, 0
+        for x, y in train:
+            step += 1
+            on_step(step)
+            if args.dropout:        # the same masks in a replacement that redoes the step
+                mx.random.seed(10000 * step + store.rank)
+            with autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            trainer.step(x.shape[0])
+            total, count = total + float(loss.sum().asscalar()), count + x.shape[0]
+            print(f"STEP {step} {time.monotonic():.6f}", flush=True)
+        losses.append(total / count if count else None)
+    if args.kvstore == "dist_async":
+        store.barrier()                 # every push applied
+        pull_all(store, net)
+    after = whole_loss(net, data, loss_fn)
+    params = {name: p.data().asnumpy() for name, p in net.collect_params().items()}
+    np.savez(os.path.join(args.out, f"params-{store.rank}.npz"), **params)
+    with open(os.path.join(args.out, f"loss-{store.rank}.json"), "w") as fout:
+        json.dump({"before": before, "after": after, "epochs": losses}, fout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Restartable workers (issue 19, item 2): `minigluon-launch --max-restarts N` starts a
+worker that died again with its rank, and the job goes on from the step it was in.
+
+Real jobs (scheduler, 2 servers, 2 workers under the local launcher) train the LeNet-like
+net of restart_train.py, in which worker 1 or 0 SIGKILLs itself inside a chosen step,
+after pushing some or all of its keys or none. In dist_sync the job's final parameters
+must equal, bit for bit, those of a job that lost nothing; in dist_async it must finish
+with a falling loss. Without --max-restarts a lost worker still ends the job, and when
+the restarts run out the launcher says so and fails. `-s` prints the measured figures:
+time from the kill to the job's next completed step, and steps lost.
+"""
+import json
+import os
+import re
+import signal
+
+import numpy as np
+import pytest
+
+from launchkit import PY, Launch, hostfile
+from minigluon.tools import launch
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "restart_train.py")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(SCRIPT)))
+STEPS = 16          # 2 epochs of 8 steps: 256 samples, 2 workers, batches of 16
+
+
+def train_args(folder, *extra, restarts=1, kvstore="dist_sync"):
+    head = ["--max-restarts", restarts] if restarts else []
+    return [*head, "-n", 2, "-s", 2, PY, SCRIPT, "--out", folder, "--kvstore", kvstore,
+            *extra]
+
+
+def params(folder, rank):
+    with np.load(folder / f"params-{rank}.npz") as found:
+        return dict(found)
+
+
+def figures(out, kill_step, rank):
+    """(seconds from the kill to the first completion of the killed step or a later one
+    by any worker, to the replacement's (worker `rank`) first step; steps lost: steps the
+    job had finished before the kill that the replacement trained again). A worker killed
+    after all its pushes of step k finished step k: its replacement starts at k + 1, else
+    at k (the step it was in)."""
+    killed = float(re.search(r"\] KILL ([\d.]+)", out).group(1))
+    steps = [(int(s), float(t)) for s, t in re.findall(r"\] STEP (\d+) ([\d.]+)", out)]
+    done = [t for s, t in steps if s >= kill_step and t > killed]     # the killed step on
+    back = [float(t) for t in re.findall(rf"\[worker {rank}\] STEP \d+ ([\d.]+)", out)
+            if float(t) > killed]
+    resumed = int(re.search(r"resuming after step (\d+)", out).group(1))
+    assert resumed <= kill_step, f"resumed after step {resumed}, killed in step {kill_step}"
+    return min(done) - killed, min(back) - killed, max(0, (kill_step - 1) - resumed)
+
+
+@pytest.fixture(scope="module")
+def fault_free(tmp_path_factory):
+    """The parameters of a dist_sync job that lost no worker."""
+    folder = tmp_path_factory.mktemp("fault_free")
+    (folder / "pids").mkdir()
+    run = Launch(train_args(folder), folder, folder / "pids")
+    try:
+        assert run.wait(60) == 0, run.text()
+        run.assert_nothing_left()
+    finally:
+        run.kill()
+    assert "restart" not in run.err
+    return params(folder, 0)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kill", ["1:5:2", "0:9:0", "1:8:6", "0:1:0"],
+                         ids=["w1-mid-push", "w0-before-push", "w1-after-all-pushes",
+                              "w0-before-init"])
+def test_dist_sync_worker_killed_ends_bit_identical(job, tmp_path, fault_free, kill):
+    run = job(train_args(tmp_path, "--kill", kill))
+    assert run.wait(60) == 0, run.text()
+    run.assert_nothing_left()
+    rank, step = (int(v) for v in kill.split(":")[:2])
+    assert f"worker {rank} failed (killed by signal SIGKILL); restarting it (restart 1 of 1" \
+        in run.err, run.text()
+    took, back, lost = figures(run.out + run.err, step, rank)
+    print(f"\n{kill}: next step {took:.2f} s after the kill, the replacement's first "
+          f"{back:.2f} s, {lost} steps lost")
+    assert lost == 0, run.text()
+    for r in (0, 1):
+        got = params(tmp_path, r)
+        for name, want in fault_free.items():
+            assert np.array_equal(got[name], want), f"worker {r}: {name} differs\n{run.text()}"
+
+
+@pytest.mark.timeout(120)
+def test_dist_sync_with_dropout_seeded_per_rank_and_step_ends_identical(job, tmp_path):
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "hit").mkdir()
+    ref = job(train_args(tmp_path / "ref", "--dropout", "0.3"))
+    assert ref.wait(60) == 0, ref.text()
+    run = job(train_args(tmp_path / "hit", "--dropout", "0.3", "--kill", "1:6:3"))
+    assert run.wait(60) == 0, run.text()
+    run.assert_nothing_left()
+    assert "restarting it (restart 1 of 1" in run.err, run.text()
+    want = params(tmp_path / "ref", 0)
+    for r in (0, 1):
+        got = params(tmp_path / "hit", r)
+        for name in want:
+            assert np.array_equal(got[name], want[name]), f"worker {r}: {name} differs"
+
+
+@pytest.mark.timeout(120)
+def test_dist_async_worker_killed_finishes_with_falling_loss(job, tmp_path):
+    run = job(train_args(tmp_path, "--kill", "1:5:2",
+                         kvstore="dist_async"))
+    assert run.wait(60) == 0, run.text()
+    run.assert_nothing_left()
+    took, back, lost = figures(run.out + run.err, 5, 1)
+    print(f"\ndist_async: next step {took:.2f} s after the kill, the replacement's first "
+          f"{back:.2f} s, {lost} steps lost")
+    assert lost == 0, run.text()
+    # the loss of the whole set, with the initial weights (worker 0's first process) and
+    # with the servers' final ones (both workers, after a barrier)
+    start = json.loads((tmp_path / "loss-0.json").read_text())["before"]
+    for r in (0, 1):
+        end = json.loads((tmp_path / f"loss-{r}.json").read_text())["after"]
+        assert end < 0.9 * start, f"worker {r}: loss {start} -> {end}\n{run.text()}"
+
+
+@pytest.mark.timeout(120)
+def test_restarts_run_out_with_a_clear_error(job, tmp_path):
+    run = job(train_args(tmp_path, "--kill", "1:3:1", "--kill-every-time"))
+    assert run.wait(60) == 128 + signal.SIGKILL, run.text()
+    run.assert_nothing_left()
+    assert "worker 1 failed (killed by signal SIGKILL); restarting it" in run.err
+    assert "worker 1 failed first (host localhost): killed by signal SIGKILL" in run.err
+    assert ("help: the job's restarts ran out: 1 of --max-restarts 1 were used (worker 1: 1)"
+            in run.err), run.text()
+
+
+@pytest.mark.timeout(120)
+def test_without_max_restarts_a_lost_worker_ends_the_job(job, tmp_path):
+    run = job(train_args(tmp_path, "--kill", "1:3:1", restarts=0))
+    assert run.wait(60) == 128 + signal.SIGKILL, run.text()
+    run.assert_nothing_left()
+    assert "restarting" not in run.err and "worker 1 failed first" in run.err, run.text()
+
+
+@pytest.mark.timeout(120)
+def test_ssh_worker_killed_restarts_on_its_host_bit_identical(job, sshd, tmp_path,
+                                                              fault_free):
+    hosts = hostfile(tmp_path, sshd.port, "127.0.0.1", "127.0.0.2")
+    run = job(["-H", hosts, *sshd.options, "--env", f"PYTHONPATH={REPO}",
+               *train_args(tmp_path, "--kill", "1:5:2")])
+    assert run.wait(60) == 0, run.text()
+    run.assert_nothing_left()
+    assert "worker 1 failed (exit code 137); restarting it (restart 1 of 1" in run.err, \
+        run.text()
+    assert re.search(r"\[worker 1\] .*resuming after step 4", run.err), run.text()
+    took, back, lost = figures(run.out + run.err, 5, 1)
+    print(f"\nssh: next step {took:.2f} s after the kill, the replacement's first "
+          f"{back:.2f} s, {lost} steps lost")
+    # worker 1 ran on the second host (servers first, cycling), and its ssh task again
+    assert re.search(r"worker 1 restarted \(restart 1\): pid \d+ replaces worker 1 "
+                     r"\(127\.0\.0\.2, pid", run.err), run.text()
+    for r in (0, 1):
+        got = params(tmp_path, r)
+        assert all(np.array_equal(got[n], want) for n, want in fault_free.items()), r
+
+
+@pytest.mark.parametrize("launcher", ["mpi", "slurm"])
+def test_max_restarts_needs_a_launcher_that_starts_ranks_one_by_one(capsys, launcher):
+    code = launch.main(["--max-restarts", "1", "--launcher", launcher, "-n", "1",
+                        "python", "train.py"])
+    assert code == launch.SETUP_ERROR
+    assert f"--max-restarts works with --launcher local and ssh, not {launcher}" \
+        in capsys.readouterr().err
