@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import signal
+import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -52,6 +53,8 @@ def parse(argv=None):
     parser.add_argument("--steps", type=int, help=f"timed steps per run (default {STEPS})")
     parser.add_argument("--latency-ms", type=float, default=0.1,
                         help="host-to-host delay added by netem, where the kernel has it")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run each (link, model) this many times; figures are medians")
     parser.add_argument("--no-2bit", action="store_true", help="skip the 2-bit runs")
     parser.add_argument("--tc", default="tc", help="the tc binary (default: tc on PATH)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
@@ -61,7 +64,7 @@ def parse(argv=None):
     args = parser.parse_args(argv)
     args.rates = {name: links.parse_rate(name) for name in _names(args.links, "--links")}
     args.model_list = _names(args.models, "--models", MODELS)
-    for flag in ("servers", "workers", "batch", "steps"):
+    for flag in ("servers", "workers", "batch", "steps", "rounds"):
         value = getattr(args, flag)
         if value is not None and value < 1:
             parser.error(f"--{flag} must be a positive integer, got {value}")
@@ -180,24 +183,43 @@ class LinkRun:
 
 
 def run_link(tag, link, rate, model, systems_, args):
-    """The row of one (link, model). Each system's compute-only step is measured right
-    before its dist jobs (on the same hosts; it sends nothing), so each efficiency
-    compares two runs minutes apart at most on a machine whose load keeps changing."""
+    """The row of one (link, model): `args.rounds` rounds on one shaped lab, merged. In a
+    round each system's compute-only step is measured right before its dist jobs (on the
+    same hosts; it sends nothing), so each efficiency compares runs a minute or two apart
+    on a machine whose load keeps changing."""
     lab = netlab.Lab(tag)
     try:
         run = LinkRun(lab, link, rate, model, args)
         run.shape()
-        for name, system in systems_.items():
-            compute = run_compute(system, run.hosts, model, args)
-            run.row["compute_s" if name == "minigluon" else f"{name}_compute_s"] = compute
-            run.dist(name, system, compute)
-            if name in NO_2BIT:
-                run.row[f"{name}_2bit"] = "not run: " + NO_2BIT[name]
-            elif not args.no_2bit:
-                run.dist(name, system, compute, compression="2bit")
-        return with_ratios(run.row)
+        base = dict(run.row)
+        rounds = []
+        for _ in range(args.rounds):
+            run.row = dict(base)
+            for name, system in systems_.items():
+                compute = run_compute(system, run.hosts, model, args)
+                run.row["compute_s" if name == "minigluon" else f"{name}_compute_s"] = compute
+                run.dist(name, system, compute)
+                if name in NO_2BIT:
+                    run.row[f"{name}_2bit"] = "not run: " + NO_2BIT[name]
+                elif not args.no_2bit:
+                    run.dist(name, system, compute, compression="2bit")
+            rounds.append(with_ratios(run.row))
+        return merge_rounds(rounds)
     finally:
         lab.close()
+
+
+def merge_rounds(rounds):
+    """One row from a row per round: each number the median over the rounds (the
+    figures of one round stay in `rounds`); the rest as the last round has them."""
+    row = dict(rounds[-1])
+    for key, value in row.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            row[key] = statistics.median(r[key] for r in rounds)
+    if len(rounds) > 1:
+        row["rounds"] = [{k: v for k, v in r.items() if k.endswith("_s") or "efficiency"
+                          in k} for r in rounds]
+    return row
 
 
 def with_ratios(row):

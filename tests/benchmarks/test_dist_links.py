@@ -135,3 +135,14 @@ def test_without_tc_it_prints_skipped_with_the_reason():
 def test_a_bad_link_rate_is_an_error_naming_it():
     with pytest.raises(ValueError, match=r"'1gigabit' is not a number followed by"):
         links.parse_rate("1gigabit")
+
+
+def test_rounds_merge_into_medians_keeping_each_round():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from dist_links import merge_rounds
+    rounds = [{"link": "1gbit", "dist_s": d, "efficiency": 1 / d, "steps": 5,
+               "bytes_per_step": {"w0": [d, d]}} for d in (3.0, 1.0, 2.0)]
+    row = merge_rounds(rounds)
+    assert (row["dist_s"], row["efficiency"], row["steps"]) == (2.0, 0.5, 5)
+    assert row["link"] == "1gbit" and row["bytes_per_step"] == {"w0": [2.0, 2.0]}
+    assert [r["dist_s"] for r in row["rounds"]] == [3.0, 1.0, 2.0]
