@@ -38,6 +38,11 @@ def ip(*args, timeout=10):
     return _run(["ip", *args], timeout)
 
 
+def tc(*args, binary="tc", timeout=10):
+    """Run `tc ARGS` (`binary` may be another path to tc); its output, or RuntimeError."""
+    return _run([binary, *args], timeout)
+
+
 def _run(argv, timeout=10):
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
@@ -131,11 +136,16 @@ class Lab:
         `host`'s `interface`; says which mechanism did it. Unsupported when the kernel
         has no netem and iptables is missing or refused."""
         if netem_available(self.tag):
-            for netns, dev in ((host.netns, interface), (self.switch, _plug(host, interface))):
-                ip("-n", netns, "qdisc", "add", "dev", dev, "root", "netem", "loss",
+            for netns, dev in self.link_ends(host, interface):
+                tc("-n", netns, "qdisc", "add", "dev", dev, "root", "netem", "loss",
                    f"{loss * 100:g}%", "delay", f"{delay_ms:g}ms")
             return f"tc netem loss {loss * 100:g}% delay {delay_ms:g}ms on both ends of the link"
         return self._impair_with_iptables(host, loss, delay_ms, interface)
+
+    def link_ends(self, host, interface="eth0"):
+        """[(namespace, device)] of both ends of `host`'s `interface`: the host's and the
+        switch's; a qdisc on each shapes what leaves by it, so both shape the two ways."""
+        return [(host.netns, interface), (self.switch, _plug(host, interface))]
 
     def _impair_with_iptables(self, host, loss, delay_ms, interface):
         if shutil.which("iptables") is None:
@@ -162,8 +172,8 @@ class Lab:
         """(packets dropped, packets delayed) so far by `impair` on `host`'s `interface`,
         both ways."""
         if netem_available(self.tag):
-            stats = ip("-n", host.netns, "-s", "qdisc", "show", "dev", interface) + \
-                ip("-n", self.switch, "-s", "qdisc", "show", "dev", _plug(host, interface))
+            stats = "".join(tc("-n", netns, "-s", "qdisc", "show", "dev", dev)
+                            for netns, dev in self.link_ends(host, interface))
             found = re.findall(r"Sent \d+ bytes (\d+) pkt \(dropped (\d+)", stats)
             return sum(int(d) for _, d in found), sum(int(p) for p, _ in found)
         rules = host.run("iptables", "-L", "-v", "-x", "-n").splitlines()
@@ -177,7 +187,7 @@ class Lab:
                                 stdin=subprocess.DEVNULL)
         self.delayers.append(proc)
         try:                              # the first line is "ready", or it died saying why
-            line = _first_line(proc, within)
+            line = first_line(proc, within)
         except TimeoutError:
             raise RuntimeError(f"nfq_delayer.py said nothing within {within} s") from None
         if line != "ready":
@@ -210,7 +220,8 @@ def _plug(host, interface):
     return f"{host.name}-{interface[len('eth'):]}"
 
 
-def _first_line(proc, within):
+def first_line(proc, within):
+    """The first line `proc` (text stdout pipe) writes; TimeoutError after `within` s."""
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ)
         if not sel.select(within):
@@ -227,9 +238,9 @@ def netem_available(tag):
         probe = f"{tag}-netem"
         ip("netns", "add", probe)
         try:
-            ip("-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms")
+            tc("-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms")
             _NETEM["yes"] = True
-        except RuntimeError:
+        except (RuntimeError, OSError):      # no sch_netem, or no tc at all
             _NETEM["yes"] = False
         finally:
             ip("netns", "delete", probe)
