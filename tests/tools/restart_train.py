@@ -61,8 +61,11 @@ def lenet(dropout):
     return net
 
 
-def arm_kill(store, spec, every_time):
-    """Make this process SIGKILL itself at RANK:STEP:KEYS; returns the step hook."""
+def arm_kill(store, spec, every_time, settle):
+    """Make this process SIGKILL itself at RANK:STEP:KEYS; returns the step hook.
+    `settle()` waits for the previous step's pulls: with the Trainer's overlap on, step
+    returns while they (and its last pushes) are still on their way, and a process killed
+    then has not finished that step; "killed in step STEP before any push" means after it."""
     rank, step, keys = (int(v) for v in spec.split(":"))
     if store.rank != rank or (kv.resume_state().restarts and not every_time):
         return lambda s: None
@@ -83,6 +86,7 @@ def arm_kill(store, spec, every_time):
     def on_step(s):
         pushed[0], pushed[1] = s, 0
         if s == step and keys == 0:
+            settle()
             die()
     return on_step
 
@@ -104,7 +108,6 @@ def main():
     args = parse_args()
     mx.random.seed(1)
     store = kv.create(args.kvstore)
-    on_step = arm_kill(store, args.kill, args.kill_every_time) if args.kill else (lambda s: None)
     data = dataset(args.samples)
     sampler = gluon.data.SplitSampler(len(data), store.num_workers, store.rank, seed=3)
     train = gluon.data.DataLoader(data, args.batch_size, sampler=sampler,
@@ -116,6 +119,9 @@ def main():
     trainer = gluon.Trainer(net.collect_params(), "sgd",
                             {"learning_rate": args.lr, "momentum": 0.9}, kvstore=store)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    settle = lambda: [p.data() for p in net.collect_params().values()]   # noqa: E731
+    on_step = arm_kill(store, args.kill, args.kill_every_time, settle) if args.kill \
+        else (lambda s: None)
     before = whole_loss(net, data, loss_fn)
     step, losses = store.resume_state().step, []
     for _ in range(args.epochs):
