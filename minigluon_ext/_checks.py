@@ -525,3 +525,90 @@ def winograd_input_adjoint(dv, shape, pad, tile, out, nthreads):
     _winograd_planes(fn, "dv", dv, shape[1], shape[0], size, tile)
     out = output(fn, out, shape, dv.dtype, [("dv", dv)])
     return pad, tile, out, layer_threads(fn, dv.size, nthreads)
+
+
+# the C kernel keeps a window's tap offsets and weight-gradient sums on the stack
+DEPTHWISE_MAX_SIDE = 32
+
+
+def _depthwise_window(fn, kernel, stride, pad, dilate):
+    win = window2d(fn, kernel, stride, pad, dilate)
+    if max(win[:2]) > DEPTHWISE_MAX_SIDE:
+        raise ShapeError(f"{fn}: kernel {win[:2]} has a side over {DEPTHWISE_MAX_SIDE}; help: "
+                         "run such a convolution with im2col (nd.Convolution does)")
+    return win
+
+
+def _depthwise_filters(fn, name, w, channels, dtype, kernel=None):
+    """w (c*m, 1, kh, kw) of `dtype` for `channels` input channels."""
+    array(fn, name, w, dtypes=(np.dtype(dtype),))
+    if w.ndim != 4 or w.shape[1] != 1 or w.shape[0] < 1 or w.shape[0] % max(channels, 1) or \
+            (kernel is not None and w.shape[2:] != tuple(kernel)):
+        want = f"(c*m, 1, {kernel[0]}, {kernel[1]})" if kernel else "(c*m, 1, kh, kw)"
+        raise ShapeError(f"{fn}: {name} has shape {w.shape} but the data's {channels} channels "
+                         f"need {want}, m filters per channel")
+    return w
+
+
+def _depthwise_image(fn, name, x):
+    image(fn, name, x)
+    if x.shape[1] < 1:
+        raise ShapeError(f"{fn}: {name} has no channels (shape {x.shape})")
+    return x
+
+
+def depthwise_forward(x, w, bias, stride, pad, dilate, out, nthreads):
+    """Check depthwise_forward's arguments; return (window, out, threads)."""
+    fn = "depthwise_forward"
+    _depthwise_image(fn, "x", x)
+    _depthwise_filters(fn, "w", w, x.shape[1], x.dtype)
+    win = _depthwise_window(fn, w.shape[2:], stride, pad, dilate)
+    inputs = [("x", x), ("w", w)]
+    if bias is not None:
+        array(fn, "bias", bias, dtypes=(x.dtype,))
+        like(fn, "bias", bias, "w's filters", np.empty(w.shape[:1], x.dtype))
+        inputs.append(("bias", bias))
+    shape = (x.shape[0], w.shape[0]) + conv_out_size(fn, x.shape[2:], win)
+    out = output(fn, out, shape, x.dtype, inputs)
+    return win, out, layer_threads(fn, out.size * w.shape[2] * w.shape[3], nthreads)
+
+
+def _depthwise_dy(fn, dy, shape, w, win):
+    """dy (n, c*m, oh, ow) for an image of `shape` and filters w."""
+    want = (shape[0], w.shape[0]) + conv_out_size(fn, shape[2:], win)
+    if dy.shape != want:
+        raise ShapeError(f"{fn}: dy has shape {dy.shape} but image {shape} with filters "
+                         f"{w.shape} and stride {win[2:4]}, pad {win[4:6]} needs {want}")
+
+
+def depthwise_backward_data(dy, w, shape, stride, pad, dilate, out, nthreads):
+    """Check depthwise_backward_data's arguments; return (window, out, threads)."""
+    fn = "depthwise_backward_data"
+    image(fn, "dy", dy)
+    shape = _shape4(fn, shape)
+    if shape[1] < 1:
+        raise ShapeError(f"{fn}: shape {shape} has no channels")
+    _depthwise_filters(fn, "w", w, shape[1], dy.dtype)
+    win = _depthwise_window(fn, w.shape[2:], stride, pad, dilate)
+    _depthwise_dy(fn, dy, shape, w, win)
+    out = output(fn, out, shape, dy.dtype, [("dy", dy), ("w", w)])
+    return win, out, layer_threads(fn, dy.size * w.shape[2] * w.shape[3], nthreads)
+
+
+def depthwise_backward_weight(x, dy, kernel, stride, pad, dilate, out, nthreads):
+    """Check depthwise_backward_weight's arguments; return (window, out, threads)."""
+    fn = "depthwise_backward_weight"
+    _depthwise_image(fn, "x", x)
+    image(fn, "dy", dy)
+    if dy.dtype != x.dtype:
+        raise DTypeError(f"{fn}: dy has dtype {dy.dtype} but x has {x.dtype}; help: cast "
+                         f"with .astype(np.{x.dtype})")
+    win = _depthwise_window(fn, kernel, stride, pad, dilate)
+    filters = dy.shape[1]
+    if filters < 1 or filters % x.shape[1]:
+        raise ShapeError(f"{fn}: dy has {filters} channels, not a multiple of x's "
+                         f"{x.shape[1]} (shapes {dy.shape}, {x.shape})")
+    w_shape = (filters, 1) + win[:2]
+    _depthwise_dy(fn, dy, x.shape, np.empty(w_shape, x.dtype), win)
+    out = output(fn, out, w_shape, x.dtype, [("x", x), ("dy", dy)])
+    return win, out, layer_threads(fn, dy.size * win[0] * win[1], nthreads)

@@ -176,6 +176,30 @@ def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_gr
     return weight
 
 
+def depthwise_forward(x, w, bias=None, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+    """Depthwise convolution (N, C*m, oh, ow) of x (N, C, H, W) with w (C*m, 1, kh, kw), in C."""
+    win, out, threads = check.depthwise_forward(x, w, bias, stride, pad, dilate, out, nthreads)
+    _kernels.depthwise(0, x, out, w, bias, *win, threads)
+    return out
+
+
+def depthwise_backward_data(dy, w, shape, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+    """The gradient for the image of `shape` of depthwise_forward, in C."""
+    win, out, threads = check.depthwise_backward_data(dy, w, shape, stride, pad, dilate, out,
+                                                      nthreads)
+    _kernels.depthwise(1, out, dy, w, None, *win, threads)
+    return out
+
+
+def depthwise_backward_weight(x, dy, kernel, stride=1, pad=0, dilate=1, out=None,
+                              nthreads=None):
+    """The gradient (C*m, 1, kh, kw) for the filters of depthwise_forward, in C."""
+    win, out, threads = check.depthwise_backward_weight(x, dy, kernel, stride, pad, dilate,
+                                                        out, nthreads)
+    _kernels.depthwise(2, x, dy, out, None, *win, threads)
+    return out
+
+
 def describe():
     """A few words on this path for the log: which SIMD paths the CPU enables."""
     feats = _kernels.tuning()

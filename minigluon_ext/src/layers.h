@@ -114,4 +114,25 @@ typedef struct {
 } mg_sgd_args;
 void mg_sgd_task(void *args, size_t begin, size_t end);
 
+/* depthwise.c: depthwise convolution of images (n, c, h, w) with f = c*m filters of one
+ * input channel each, w (f, kh, kw), output (n, f, oh, ow).  Kind MG_DW_FORWARD writes y
+ * (items: (n, f) planes), MG_DW_DATA writes x from dy in y (items: (n, c) planes),
+ * MG_DW_WEIGHT writes w from x and dy (items: filters).  Kernel sides at most
+ * MG_DW_MAX_SIDE; mg_depthwise_offsets fills the tap offsets from g. */
+#define MG_DW_MAX_SIDE 32
+#define MG_DW_MAX_TAPS (MG_DW_MAX_SIDE * MG_DW_MAX_SIDE)
+enum { MG_DW_FORWARD = 0, MG_DW_DATA = 1, MG_DW_WEIGHT = 2 };
+typedef struct {
+    int dtype, kind;
+    mg_window g;
+    size_t f, m;
+    size_t rows[MG_DW_MAX_SIDE], cols[MG_DW_MAX_SIDE];
+    size_t back_rows[MG_DW_MAX_SIDE], back_cols[MG_DW_MAX_SIDE];
+    void *x, *y, *w; /* the one the kind computes is written, the others read */
+    const void *bias;
+    int failed;      /* set when a thread could not get its scratch plane */
+} mg_dw_args;
+void mg_depthwise_offsets(mg_dw_args *a);
+void mg_depthwise_task(void *args, size_t begin, size_t end);
+
 #endif

@@ -635,6 +635,64 @@ static PyObject *py_winograd(PyObject *self, PyObject *args)
     return run_layer(&b, a.c, nthreads, tasks[kind], &a);
 }
 
+/* depthwise(kind, x, y, w, bias, kh, kw, sh, sw, ph, pw, dh, dw, nthreads): x the image
+ * (n, c, h, w), y the output or dy (n, f, oh, ow) with f = c*m, w the f*kh*kw filter
+ * values, bias (f,) or None (forward only).  Kind 0 writes y, 1 writes x, 2 writes w. */
+static PyObject *py_depthwise(PyObject *self, PyObject *args)
+{
+    static const char *fn = "depthwise";
+    PyObject *x_obj, *y_obj, *w_obj, *bias_obj;
+    Py_ssize_t v[8];
+    int kind, nthreads, dtype, dt_y;
+    mg_buffers b = {.held = 0};
+    mg_dw_args a;
+    if (!PyArg_ParseTuple(args, "iOOOOnnnnnnnni", &kind, &x_obj, &y_obj, &w_obj, &bias_obj,
+                          &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &nthreads))
+        return NULL;
+    if (kind < 0 || kind > 2)
+        return PyErr_Format(PyExc_ValueError, "%s: kind must be 0..2, got %d", fn, kind);
+    if (v[0] > MG_DW_MAX_SIDE || v[1] > MG_DW_MAX_SIDE)
+        return PyErr_Format(PyExc_ValueError, "%s: kernel sides must be at most %d", fn,
+                            MG_DW_MAX_SIDE);
+    Py_buffer *x = take_float(&b, x_obj, kind == MG_DW_DATA, 4, fn, "x", &dtype);
+    Py_buffer *y = x ? take_float(&b, y_obj, kind == MG_DW_FORWARD, 4, fn, "y", &dt_y) : NULL;
+    if (!y || conv_window(fn, x, v, &a.g) < 0)
+        return fail(&b);
+    if (dt_y != dtype || y->shape[0] != x->shape[0] || x->shape[1] < 1 ||
+        y->shape[1] % x->shape[1] != 0 || y->shape[1] < x->shape[1] ||
+        (size_t)y->shape[2] != a.g.oh || (size_t)y->shape[3] != a.g.ow) {
+        PyErr_Format(PyExc_ValueError, "%s: y must be (n, c*m, oh, ow) of x's dtype for the "
+                     "image x and the window", fn);
+        return fail(&b);
+    }
+    a.f = (size_t)y->shape[1], a.m = a.f / a.g.c;
+    size_t taps = a.g.kh * a.g.kw;
+    Py_buffer *w = take_like(&b, w_obj, kind == MG_DW_WEIGHT, fn, "w", dtype, a.f * taps);
+    if (!w)
+        return fail(&b);
+    a.bias = NULL;
+    if (bias_obj != Py_None) {
+        Py_buffer *bias = kind == MG_DW_FORWARD ?
+            take_like(&b, bias_obj, 0, fn, "bias", dtype, a.f) : NULL;
+        if (!bias) {
+            if (kind != MG_DW_FORWARD)
+                PyErr_Format(PyExc_ValueError, "%s: only the forward kind takes a bias", fn);
+            return fail(&b);
+        }
+        a.bias = bias->buf;
+    }
+    a.dtype = dtype, a.kind = kind, a.x = x->buf, a.y = y->buf, a.w = w->buf, a.failed = 0;
+    mg_depthwise_offsets(&a);
+    size_t items = kind == MG_DW_FORWARD ? a.g.n * a.f : kind == MG_DW_DATA ? a.g.n * a.g.c : a.f;
+    Py_BEGIN_ALLOW_THREADS
+    mg_parallel_items(items, nthreads, mg_depthwise_task, &a);
+    Py_END_ALLOW_THREADS
+    release_all(&b);
+    if (a.failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 /* batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads): x is (outer, C, inner);
  * the arguments a kind does not use are None. */
 static PyObject *py_batch_norm(PyObject *self, PyObject *args)
@@ -790,6 +848,8 @@ static PyMethodDef methods[] = {
      "max_pool2d_backward(dy, argmax, out, nthreads)"},
     {"winograd", py_winograd, METH_VARARGS,
      "winograd(kind, src, out, bias_or_None, ph, pw, tile, nthreads)"},
+    {"depthwise", py_depthwise, METH_VARARGS,
+     "depthwise(kind, x, y, w, bias_or_None, kh, kw, sh, sw, ph, pw, dh, dw, nthreads)"},
     {"batch_norm", py_batch_norm, METH_VARARGS,
      "batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads)"},
     {"relu", py_relu, METH_VARARGS, "relu(x, dy_or_None, out, nthreads)"},
