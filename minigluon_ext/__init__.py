@@ -109,7 +109,7 @@ __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequa
            "im2col", "col2im", "swap01", "winograd_input", "winograd_output",
            "winograd_output_adjoint", "winograd_input_adjoint", "depthwise_forward",
            "depthwise_backward_data", "depthwise_backward_weight", "DEPTHWISE_MAX_SIDE",
-           "max_pool2d", "max_pool2d_backward",
+           "lstm_cell_forward", "lstm_cell_backward", "max_pool2d", "max_pool2d_backward",
            "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
            "relu", "relu_backward", "sgd_update", "LAYER_DTYPES", "winograd_tiles", "native", "fallback"]
 
@@ -280,6 +280,26 @@ def depthwise_backward_weight(x, dy, kernel, stride=1, pad=0, dilate=1, out=None
     >>> dw = depthwise_backward_weight(x, dy, (3, 3), stride=2, pad=1)
     """
     return _impl.depthwise_backward_weight(x, dy, kernel, stride, pad, dilate, out, nthreads)
+
+
+def lstm_cell_forward(i2h, h2h, c, nthreads=None):
+    """One LSTM cell update from the gate projections i2h, h2h (N, 4H), gates in MXNet's
+    order (input, forget, candidate, output), and the cell state c (N, H).
+
+    Returns out (2, N, H) = [h', c'] and act (N, 4H), the activated gates the backward needs.
+
+    >>> out, act = lstm_cell_forward(x @ wx.T + bx, h @ wh.T + bh, c)
+    """
+    return _impl.lstm_cell_forward(i2h, h2h, c, nthreads)
+
+
+def lstm_cell_backward(dout, act, c, out, nthreads=None):
+    """The gradients of sum(dout * out) of lstm_cell_forward: (for the pre-activations
+    i2h + h2h (N, 4H), for c (N, H)).
+
+    >>> da, dc = lstm_cell_backward(dout, act, c, out)
+    """
+    return _impl.lstm_cell_backward(dout, act, c, out, nthreads)
 
 
 def max_pool2d(x, kernel, stride=(1, 1), pad=(0, 0), convention="valid", nthreads=None):

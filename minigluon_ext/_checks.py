@@ -612,3 +612,40 @@ def depthwise_backward_weight(x, dy, kernel, stride, pad, dilate, out, nthreads)
     _depthwise_dy(fn, dy, x.shape, np.empty(w_shape, x.dtype), win)
     out = output(fn, out, w_shape, x.dtype, [("x", x), ("dy", dy)])
     return win, out, layer_threads(fn, dy.size * win[0] * win[1], nthreads)
+
+
+def _lstm_rows(fn, name, a, c, width):
+    """a: a C-contiguous (N, width*H) array of c's dtype, for c (N, H)."""
+    array(fn, name, a, dtypes=(c.dtype,))
+    want = (c.shape[0], width * c.shape[1])
+    if a.shape != want:
+        raise ShapeError(f"{fn}: {name} has shape {a.shape} but the cell state c of shape "
+                         f"{c.shape} needs {want}")
+
+
+def lstm_cell_forward(i2h, h2h, c, nthreads):
+    """Check lstm_cell_forward's arguments; return (out, act, threads)."""
+    fn = "lstm_cell_forward"
+    array(fn, "c", c, dtypes=LAYER_FLOATS)
+    if c.ndim != 2:
+        raise ShapeError(f"{fn}: c must be (N, H), got shape {c.shape}")
+    _lstm_rows(fn, "i2h", i2h, c, 4)
+    _lstm_rows(fn, "h2h", h2h, c, 4)
+    out = np.empty((2,) + c.shape, c.dtype)
+    return out, np.empty(i2h.shape, c.dtype), layer_threads(fn, i2h.size, nthreads)
+
+
+def lstm_cell_backward(dout, act, c, out, nthreads):
+    """Check lstm_cell_backward's arguments; return (da, dc, threads)."""
+    fn = "lstm_cell_backward"
+    array(fn, "c", c, dtypes=LAYER_FLOATS)
+    if c.ndim != 2:
+        raise ShapeError(f"{fn}: c must be (N, H), got shape {c.shape}")
+    _lstm_rows(fn, "act", act, c, 4)
+    for name, a in (("out", out), ("dout", dout)):
+        array(fn, name, a, dtypes=(c.dtype,))
+        if a.shape != (2,) + c.shape:
+            raise ShapeError(f"{fn}: {name} has shape {a.shape} but c of shape {c.shape} "
+                             f"needs {(2,) + c.shape} (h and c of the step)")
+    return np.empty(act.shape, c.dtype), np.empty(c.shape, c.dtype), \
+        layer_threads(fn, act.size, nthreads)

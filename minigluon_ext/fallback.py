@@ -436,6 +436,38 @@ def depthwise_backward_weight(x, dy, kernel, stride=1, pad=0, dilate=1, out=None
     return out
 
 
+def lstm_cell_forward(i2h, h2h, c, nthreads=None):
+    """(out (2, N, H) = [h', c'], act (N, 4H) = the activated gates) of one LSTM step, in
+    NumPy."""
+    out, act, _ = check.lstm_cell_forward(i2h, h2h, c, nthreads)
+    hd = c.shape[1]
+    pre = i2h + h2h
+    one = c.dtype.type(1)
+    act[:, :2 * hd] = one / (one + np.exp(-pre[:, :2 * hd]))
+    act[:, 2 * hd:3 * hd] = np.tanh(pre[:, 2 * hd:3 * hd])
+    act[:, 3 * hd:] = one / (one + np.exp(-pre[:, 3 * hd:]))
+    i, f, g, o = (act[:, k * hd:(k + 1) * hd] for k in range(4))
+    out[1] = f * c + i * g
+    out[0] = o * np.tanh(out[1])
+    return out, act
+
+
+def lstm_cell_backward(dout, act, c, out, nthreads=None):
+    """(gradient of the gate pre-activations (N, 4H), gradient of c) of one LSTM step, in
+    NumPy."""
+    da, dc, _ = check.lstm_cell_backward(dout, act, c, out, nthreads)
+    hd, one = c.shape[1], c.dtype.type(1)
+    i, f, g, o = (act[:, k * hd:(k + 1) * hd] for k in range(4))
+    t = np.tanh(out[1])
+    dct = dout[1] + dout[0] * o * (one - t * t)
+    da[:, :hd] = dct * g * i * (one - i)
+    da[:, hd:2 * hd] = dct * c * f * (one - f)
+    da[:, 2 * hd:3 * hd] = dct * i * (one - g * g)
+    da[:, 3 * hd:] = dout[0] * t * o * (one - o)
+    dc[...] = dct * f
+    return da, dc
+
+
 def _per_filter(v):
     return v.reshape(1, -1, 1, 1)
 

@@ -200,6 +200,20 @@ def depthwise_backward_weight(x, dy, kernel, stride=1, pad=0, dilate=1, out=None
     return out
 
 
+def lstm_cell_forward(i2h, h2h, c, nthreads=None):
+    """(out (2, N, H) = [h', c'], act (N, 4H) = the activated gates) of one LSTM step, in C."""
+    out, act, threads = check.lstm_cell_forward(i2h, h2h, c, nthreads)
+    _kernels.lstm_cell(0, c, act, out, i2h, h2h, None, threads)
+    return out, act
+
+
+def lstm_cell_backward(dout, act, c, out, nthreads=None):
+    """(gradient of the gate pre-activations (N, 4H), gradient of c) of one LSTM step, in C."""
+    da, dc, threads = check.lstm_cell_backward(dout, act, c, out, nthreads)
+    _kernels.lstm_cell(1, c, act, out, dout, da, dc, threads)
+    return da, dc
+
+
 def describe():
     """A few words on this path for the log: which SIMD paths the CPU enables."""
     feats = _kernels.tuning()

@@ -135,4 +135,16 @@ typedef struct {
 void mg_depthwise_offsets(mg_dw_args *a);
 void mg_depthwise_task(void *args, size_t begin, size_t end);
 
+/* lstm.c: one LSTM cell update on rows n of i2h, h2h (N, 4H) and c (N, H); out (2, N, H)
+ * holds h' and c', act (N, 4H) the activated gates i, f, g, o.  With dout (2, N, H) = (dh',
+ * dc') given, the backward writes da (N, 4H), the gradient of the pre-activations, and
+ * dc (N, H) from act, c and out.  Items: rows. */
+typedef struct {
+    int dtype;
+    size_t n, hidden;
+    const void *i2h, *h2h, *c, *dout;
+    void *out, *act, *da, *dc; /* forward writes out and act; backward reads them */
+} mg_lstm_args;
+void mg_lstm_task(void *args, size_t begin, size_t end);
+
 #endif

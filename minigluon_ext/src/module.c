@@ -693,6 +693,42 @@ static PyObject *py_depthwise(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* lstm_cell(kind, c, act, out, a, b, dc, nthreads): c (N, H) sets the sizes.  Kind 0
+ * (forward) reads a = i2h and b = h2h (N, 4H), writes act (N, 4H) and out (2, N, H);
+ * kind 1 (backward) reads act, out and a = dout (2, N, H), writes b = da (N, 4H) and
+ * dc (N, H); dc is None in the forward. */
+static PyObject *py_lstm_cell(PyObject *self, PyObject *args)
+{
+    static const char *fn = "lstm_cell";
+    PyObject *c_obj, *act_obj, *out_obj, *a_obj, *b_obj, *dc_obj;
+    int kind, nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_lstm_args s;
+    if (!PyArg_ParseTuple(args, "iOOOOOOi", &kind, &c_obj, &act_obj, &out_obj, &a_obj, &b_obj,
+                          &dc_obj, &nthreads))
+        return NULL;
+    if (kind != 0 && kind != 1)
+        return PyErr_Format(PyExc_ValueError, "%s: kind must be 0 or 1, got %d", fn, kind);
+    int back = kind == 1;
+    Py_buffer *c = take_float(&b, c_obj, 0, 2, fn, "c", &dtype);
+    if (!c)
+        return fail(&b);
+    s.dtype = dtype, s.n = (size_t)c->shape[0], s.hidden = (size_t)c->shape[1];
+    size_t state = s.n * s.hidden, gates = 4 * state;
+    Py_buffer *act = take_like(&b, act_obj, !back, fn, "act", dtype, gates);
+    Py_buffer *out = act ? take_like(&b, out_obj, !back, fn, "out", dtype, 2 * state) : NULL;
+    Py_buffer *x = out ? take_like(&b, a_obj, 0, fn, back ? "dout" : "i2h", dtype,
+                                   back ? 2 * state : gates) : NULL;
+    Py_buffer *y = x ? take_like(&b, b_obj, back, fn, back ? "da" : "h2h", dtype, gates) : NULL;
+    Py_buffer *dc = y && back ? take_like(&b, dc_obj, 1, fn, "dc", dtype, state) : NULL;
+    if (!y || (back && !dc))
+        return fail(&b);
+    s.c = c->buf, s.act = act->buf, s.out = out->buf;
+    s.i2h = back ? NULL : x->buf, s.h2h = back ? NULL : y->buf;
+    s.dout = back ? x->buf : NULL, s.da = back ? y->buf : NULL, s.dc = back ? dc->buf : NULL;
+    return run_layer(&b, s.n, nthreads, mg_lstm_task, &s);
+}
+
 /* batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads): x is (outer, C, inner);
  * the arguments a kind does not use are None. */
 static PyObject *py_batch_norm(PyObject *self, PyObject *args)
@@ -850,6 +886,8 @@ static PyMethodDef methods[] = {
      "winograd(kind, src, out, bias_or_None, ph, pw, tile, nthreads)"},
     {"depthwise", py_depthwise, METH_VARARGS,
      "depthwise(kind, x, y, w, bias_or_None, kh, kw, sh, sw, ph, pw, dh, dw, nthreads)"},
+    {"lstm_cell", py_lstm_cell, METH_VARARGS,
+     "lstm_cell(kind, c, act, out, i2h_or_dout, h2h_or_da, dc_or_None, nthreads)"},
     {"batch_norm", py_batch_norm, METH_VARARGS,
      "batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads)"},
     {"relu", py_relu, METH_VARARGS, "relu(x, dy_or_None, out, nthreads)"},
