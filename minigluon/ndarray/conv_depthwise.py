@@ -3,7 +3,7 @@ with minigluon_ext's direct kernels, forward and both gradients.
 
 The columns path runs such a layer as one matmul of a single row per channel, which BLAS
 does slowly; the direct kernels make a few passes over each plane in cache instead
-(MobileNet-v2's depthwise layers at batch 16: 2.5x to 5x less CPU time, see
+(MobileNet-v2's depthwise layers at batch 16: 1.6x to 5x less CPU time, see
 docs/minigluon_ext.md). `conv_host.host_conv` picks this class for the windows of
 `applies`.
 """
