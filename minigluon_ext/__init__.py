@@ -99,7 +99,7 @@ import logging
 from minigluon.config import ext_force_fallback
 
 from . import fallback
-from ._checks import LAYER_FLOATS, threads_for, winograd_tiles, words_for
+from ._checks import DEPTHWISE_MAX_SIDE, LAYER_FLOATS, threads_for, winograd_tiles, words_for
 
 try:
     from . import native
@@ -122,7 +122,9 @@ logging.getLogger("minigluon").debug("minigluon_ext: %s active (%s)", _impl.desc
 __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequantize_2bit",
            "dequantize_2bit_add", "f16_to_f32", "f32_to_f16", "threads_for", "words_for",
            "im2col", "col2im", "swap01", "winograd_input", "winograd_output",
-           "winograd_output_adjoint", "winograd_input_adjoint", "max_pool2d", "max_pool2d_backward",
+           "winograd_output_adjoint", "winograd_input_adjoint", "depthwise_forward",
+           "depthwise_backward_data", "depthwise_backward_weight", "DEPTHWISE_MAX_SIDE",
+           "lstm_cell_forward", "lstm_cell_backward", "max_pool2d", "max_pool2d_backward",
            "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
            "relu", "relu_backward", "sgd_update", "rows_sum", "rows_take", "rows_sgd_update",
            "rows_adam_update",
@@ -265,6 +267,56 @@ def winograd_input_adjoint(dv, shape, pad=(1, 1), tile=2, out=None, nthreads=Non
     >>> dx = winograd_input_adjoint(u.swapaxes(1, 2) @ dm, x.shape, pad=1)
     """
     return _impl.winograd_input_adjoint(dv, shape, pad, tile, out, nthreads)
+
+
+def depthwise_forward(x, w, bias=None, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+    """Depthwise convolution: x (N, C, H, W), w (C*m, 1, kh, kw) -> (N, C*m, oh, ow).
+
+    Output channel c*m + k reads input channel c only (Convolution with num_group = C).
+    stride, pad, dilate: an int or an (h, w) pair each; kernel sides up to
+    DEPTHWISE_MAX_SIDE.
+
+    >>> y = depthwise_forward(x, w, bias, stride=2, pad=1)   # (16, 96, 112, 112) -> 56x56
+    """
+    return _impl.depthwise_forward(x, w, bias, stride, pad, dilate, out, nthreads)
+
+
+def depthwise_backward_data(dy, w, shape, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+    """The gradient for the (N, C, H, W) image of `shape` of sum(dy * depthwise_forward).
+
+    >>> dx = depthwise_backward_data(dy, w, x.shape, stride=2, pad=1)
+    """
+    return _impl.depthwise_backward_data(dy, w, shape, stride, pad, dilate, out, nthreads)
+
+
+def depthwise_backward_weight(x, dy, kernel, stride=1, pad=0, dilate=1, out=None,
+                              nthreads=None):
+    """The gradient (C*m, 1, kh, kw) for the filters of sum(dy * depthwise_forward), summed
+    in float64.
+
+    >>> dw = depthwise_backward_weight(x, dy, (3, 3), stride=2, pad=1)
+    """
+    return _impl.depthwise_backward_weight(x, dy, kernel, stride, pad, dilate, out, nthreads)
+
+
+def lstm_cell_forward(i2h, h2h, c, nthreads=None):
+    """One LSTM cell update from the gate projections i2h, h2h (N, 4H), gates in MXNet's
+    order (input, forget, candidate, output), and the cell state c (N, H).
+
+    Returns out (2, N, H) = [h', c'] and act (N, 4H), the activated gates the backward needs.
+
+    >>> out, act = lstm_cell_forward(x @ wx.T + bx, h @ wh.T + bh, c)
+    """
+    return _impl.lstm_cell_forward(i2h, h2h, c, nthreads)
+
+
+def lstm_cell_backward(dout, act, c, out, nthreads=None):
+    """The gradients of sum(dout * out) of lstm_cell_forward: (for the pre-activations
+    i2h + h2h (N, 4H), for c (N, H)).
+
+    >>> da, dc = lstm_cell_backward(dout, act, c, out)
+    """
+    return _impl.lstm_cell_backward(dout, act, c, out, nthreads)
 
 
 def max_pool2d(x, kernel, stride=(1, 1), pad=(0, 0), convention="valid", nthreads=None):

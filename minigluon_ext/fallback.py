@@ -444,6 +444,109 @@ def rows_adam_update(weight, ids, grad, mean, var, lr, beta1=0.9, beta2=0.999, e
     return weight
 
 
+def depthwise_forward(x, w, bias=None, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+    """Depthwise convolution of x (N, C, H, W) with w (C*m, 1, kh, kw), tap by tap, in NumPy."""
+    win, out, _ = check.depthwise_forward(x, w, bias, stride, pad, dilate, out, nthreads)
+    kh, kw, sh, sw, ph, pw, dh, dw = win
+    grid = np.repeat(_padded(x, ph, pw, 0), w.shape[0] // x.shape[1], axis=1)
+    oh, ow = out.shape[2:]
+    acc = np.zeros(out.shape, x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            acc += _per_filter(w[:, 0, i, j]) * grid[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
+                                                     j * dw:j * dw + sw * (ow - 1) + 1:sw]
+    if bias is not None:
+        acc += _per_filter(bias)
+    out[...] = acc
+    return out
+
+
+def depthwise_backward_data(dy, w, shape, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+    """The image gradient of depthwise_forward: dy spread out by the stride, correlated with
+    the flipped filters, filter by filter and tap by tap, in NumPy."""
+    win, out, _ = check.depthwise_backward_data(dy, w, shape, stride, pad, dilate, out,
+                                                nthreads)
+    kh, kw, sh, sw, ph, pw, dh, dw = win
+    n, c, h, wd = out.shape
+    m = w.shape[0] // c
+    up = np.zeros((n, w.shape[0], h + (kh - 1) * dh, wd + (kw - 1) * dw), dy.dtype)
+    to_r, from_r = _spread((kh - 1) * dh - ph, sh, dy.shape[2], up.shape[2])
+    to_c, from_c = _spread((kw - 1) * dw - pw, sw, dy.shape[3], up.shape[3])
+    up[:, :, to_r, to_c] = dy[:, :, from_r, from_c]
+    acc = np.zeros(out.shape, dy.dtype)
+    for k in range(m):
+        for i in range(kh):
+            for j in range(kw):
+                r, q = (kh - 1 - i) * dh, (kw - 1 - j) * dw
+                acc += _per_filter(w[k::m, 0, i, j]) * up[:, k::m, r:r + h, q:q + wd]
+    out[...] = acc
+    return out
+
+
+def depthwise_backward_weight(x, dy, kernel, stride=1, pad=0, dilate=1, out=None,
+                              nthreads=None):
+    """The filter gradient of depthwise_forward, summed in float64, in NumPy."""
+    win, out, _ = check.depthwise_backward_weight(x, dy, kernel, stride, pad, dilate, out,
+                                                  nthreads)
+    kh, kw, sh, sw, ph, pw, dh, dw = win
+    grid = np.repeat(_padded(x, ph, pw, 0), dy.shape[1] // x.shape[1], axis=1)
+    oh, ow = dy.shape[2:]
+    dy64 = dy.astype(np.float64)
+    for i in range(kh):
+        for j in range(kw):
+            taps = grid[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
+                        j * dw:j * dw + sw * (ow - 1) + 1:sw]
+            out[:, 0, i, j] = np.einsum("nfyx,nfyx->f", dy64, taps.astype(np.float64))
+    return out
+
+
+def lstm_cell_forward(i2h, h2h, c, nthreads=None):
+    """(out (2, N, H) = [h', c'], act (N, 4H) = the activated gates) of one LSTM step, in
+    NumPy."""
+    out, act, _ = check.lstm_cell_forward(i2h, h2h, c, nthreads)
+    hd = c.shape[1]
+    pre = i2h + h2h
+    one = c.dtype.type(1)
+    act[:, :2 * hd] = one / (one + np.exp(-pre[:, :2 * hd]))
+    act[:, 2 * hd:3 * hd] = np.tanh(pre[:, 2 * hd:3 * hd])
+    act[:, 3 * hd:] = one / (one + np.exp(-pre[:, 3 * hd:]))
+    i, f, g, o = (act[:, k * hd:(k + 1) * hd] for k in range(4))
+    out[1] = f * c + i * g
+    out[0] = o * np.tanh(out[1])
+    return out, act
+
+
+def lstm_cell_backward(dout, act, c, out, nthreads=None):
+    """(gradient of the gate pre-activations (N, 4H), gradient of c) of one LSTM step, in
+    NumPy."""
+    da, dc, _ = check.lstm_cell_backward(dout, act, c, out, nthreads)
+    hd, one = c.shape[1], c.dtype.type(1)
+    i, f, g, o = (act[:, k * hd:(k + 1) * hd] for k in range(4))
+    t = np.tanh(out[1])
+    dct = dout[1] + dout[0] * o * (one - t * t)
+    da[:, :hd] = dct * g * i * (one - i)
+    da[:, hd:2 * hd] = dct * c * f * (one - f)
+    da[:, 2 * hd:3 * hd] = dct * i * (one - g * g)
+    da[:, 3 * hd:] = dout[0] * t * o * (one - o)
+    dc[...] = dct * f
+    return da, dc
+
+
+def _per_filter(v):
+    return v.reshape(1, -1, 1, 1)
+
+
+def _spread(top, step, count, size):
+    """(slice of a grid axis of `size`, slice of `count` values) for value y going to
+    top + y*step, keeping those that land inside the grid."""
+    lo = max(0, -(top // step)) if top < 0 else 0
+    hi = min(count, (size - 1 - top) // step + 1) if size - 1 - top >= 0 else 0
+    if hi <= lo:
+        return slice(0, 0), slice(0, 0)
+    start = top + lo * step
+    return slice(start, start + step * (hi - lo - 1) + 1, step), slice(lo, hi)
+
+
 def _padded(x, ph, pw, fill):
     if not (ph or pw):
         return x

@@ -216,6 +216,44 @@ def rows_adam_update(weight, ids, grad, mean, var, lr, beta1=0.9, beta2=0.999, e
     return weight
 
 
+def depthwise_forward(x, w, bias=None, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+    """Depthwise convolution (N, C*m, oh, ow) of x (N, C, H, W) with w (C*m, 1, kh, kw), in C."""
+    win, out, threads = check.depthwise_forward(x, w, bias, stride, pad, dilate, out, nthreads)
+    _kernels.depthwise(0, x, out, w, bias, *win, threads)
+    return out
+
+
+def depthwise_backward_data(dy, w, shape, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+    """The gradient for the image of `shape` of depthwise_forward, in C."""
+    win, out, threads = check.depthwise_backward_data(dy, w, shape, stride, pad, dilate, out,
+                                                      nthreads)
+    _kernels.depthwise(1, out, dy, w, None, *win, threads)
+    return out
+
+
+def depthwise_backward_weight(x, dy, kernel, stride=1, pad=0, dilate=1, out=None,
+                              nthreads=None):
+    """The gradient (C*m, 1, kh, kw) for the filters of depthwise_forward, in C."""
+    win, out, threads = check.depthwise_backward_weight(x, dy, kernel, stride, pad, dilate,
+                                                        out, nthreads)
+    _kernels.depthwise(2, x, dy, out, None, *win, threads)
+    return out
+
+
+def lstm_cell_forward(i2h, h2h, c, nthreads=None):
+    """(out (2, N, H) = [h', c'], act (N, 4H) = the activated gates) of one LSTM step, in C."""
+    out, act, threads = check.lstm_cell_forward(i2h, h2h, c, nthreads)
+    _kernels.lstm_cell(0, c, act, out, i2h, h2h, None, threads)
+    return out, act
+
+
+def lstm_cell_backward(dout, act, c, out, nthreads=None):
+    """(gradient of the gate pre-activations (N, 4H), gradient of c) of one LSTM step, in C."""
+    da, dc, threads = check.lstm_cell_backward(dout, act, c, out, nthreads)
+    _kernels.lstm_cell(1, c, act, out, dout, da, dc, threads)
+    return da, dc
+
+
 def describe():
     """A few words on this path for the log: which SIMD paths the CPU enables."""
     feats = _kernels.tuning()

@@ -13,6 +13,7 @@ import numpy as np
 import minigluon_ext as ext
 
 from .. import autograd
+from .conv_depthwise import HostDepthwise
 
 __all__ = ["on_host", "HostConv", "HostWinograd", "host_conv", "host_max_pool"]
 
@@ -195,7 +196,10 @@ class HostWinograd(HostConv):
 
 
 def host_conv(win, groups, channels, dtype):
-    """The host convolution for this window: Winograd for 3x3 stride 1, else columns."""
+    """The host convolution for this window: direct depthwise kernels where each channel is
+    its own group, Winograd for 3x3 stride 1, else columns."""
+    if HostDepthwise.applies(win, groups, channels):
+        return HostDepthwise(win)
     if HostWinograd.applies(win, groups):
         return HostWinograd(win, channels, dtype)
     return HostConv(win, groups, channels, dtype)

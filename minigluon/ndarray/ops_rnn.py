@@ -9,12 +9,17 @@ in gluon.rnn's cells and layers.
 """
 import numpy as np
 
+import minigluon_ext as ext
+
 from .. import autograd
 from ..base import MXNetError, ShapeError
 from .random import generator
 from .registry import register
 
 GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
+
+# host float arrays run the LSTM cell update in minigluon_ext (tests turn this off)
+_HOST_KERNELS = True
 
 
 def _sigmoid(xp, x):
@@ -208,3 +213,71 @@ def _rnn_backward(xp, mode, data, parameters, state, state_cell, specs, weights,
                 dparams[start:start + g.size] += g.reshape(-1)
         dout = dx
     return (dout, dparams, dstate, dcell, None)
+
+
+@register("_rnn_lstm_cell", inputs=("i2h", "h2h", "c"))
+def lstm_cell(xp, i2h, h2h, c):
+    """One LSTM cell update, fused: from the gate projections i2h, h2h (N, 4H), gates in
+    MXNet's order (input, forget, candidate, output), and the cell state c (N, H), the
+    stacked (2, N, H) [h', c'] with c' = f*c + i*g, h' = o*tanh(c').
+
+    gluon.rnn.LSTM runs its steps through it: one operator and one tape node per step
+    instead of a dozen. Example: ``h, c = nd._rnn_lstm_cell(i2h, h2h, c)``.
+    """
+    if c.ndim != 2 or i2h.shape != (c.shape[0], 4 * c.shape[1]) or h2h.shape != i2h.shape:
+        raise ShapeError(f"_rnn_lstm_cell: i2h {i2h.shape} and h2h {h2h.shape} must both be "
+                         f"(N, 4H) for the cell state c of shape {c.shape} (N, H)")
+    kernels = _LSTMHost() if _lstm_on_host(xp, i2h, h2h, c) else _LSTMFormulas(xp)
+    i2h, h2h, c = (kernels.contiguous(a) for a in (i2h, h2h, c))
+    out, act = kernels.lstm_cell_forward(i2h, h2h, c)
+
+    def backward(dout):
+        da, dc = kernels.lstm_cell_backward(kernels.contiguous(dout.astype(c.dtype,
+                                                                           copy=False)),
+                                            act, c, out)
+        # i2h and h2h enter as their sum: both get da (a copy, so neither aliases the other)
+        return da, da.copy(), dc
+    return out, backward
+
+
+def _lstm_on_host(xp, *arrays):
+    return (_HOST_KERNELS and xp is np and arrays[0].dtype in ext.LAYER_DTYPES and
+            all(isinstance(a, np.ndarray) and a.dtype == arrays[0].dtype for a in arrays))
+
+
+class _LSTMHost:
+    """The cell update of host float32/float64 arrays, in minigluon_ext."""
+
+    contiguous = staticmethod(np.ascontiguousarray)
+
+    def lstm_cell_forward(self, i2h, h2h, c):
+        return ext.lstm_cell_forward(i2h, h2h, c)
+
+    def lstm_cell_backward(self, dout, act, c, out):
+        return ext.lstm_cell_backward(dout, act, c, out)
+
+
+class _LSTMFormulas:
+    """The cell update written for any array module (CuPy, float16), as ext computes it."""
+
+    def __init__(self, xp):
+        self.xp = xp
+        self.contiguous = xp.ascontiguousarray
+
+    def lstm_cell_forward(self, i2h, h2h, c):
+        hd, xp = c.shape[1], self.xp
+        pre = i2h + h2h
+        act = xp.concatenate([_sigmoid(xp, pre[:, :2 * hd]), xp.tanh(pre[:, 2 * hd:3 * hd]),
+                              _sigmoid(xp, pre[:, 3 * hd:])], axis=1)
+        i, f, g, o = (act[:, k * hd:(k + 1) * hd] for k in range(4))
+        c_next = f * c + i * g
+        return xp.stack([o * xp.tanh(c_next), c_next]), act
+
+    def lstm_cell_backward(self, dout, act, c, out):
+        hd = c.shape[1]
+        i, f, g, o = (act[:, k * hd:(k + 1) * hd] for k in range(4))
+        t = self.xp.tanh(out[1])
+        dct = dout[1] + dout[0] * o * (1 - t * t)
+        da = self.xp.concatenate([dct * g * i * (1 - i), dct * c * f * (1 - f),
+                                  dct * i * (1 - g * g), dout[0] * t * o * (1 - o)], axis=1)
+        return da, dct * f

@@ -114,4 +114,37 @@ typedef struct {
 } mg_sgd_args;
 void mg_sgd_task(void *args, size_t begin, size_t end);
 
+/* depthwise.c: depthwise convolution of images (n, c, h, w) with f = c*m filters of one
+ * input channel each, w (f, kh, kw), output (n, f, oh, ow).  Kind MG_DW_FORWARD writes y
+ * (items: (n, f) planes), MG_DW_DATA writes x from dy in y (items: (n, c) planes),
+ * MG_DW_WEIGHT writes w from x and dy (items: filters).  Kernel sides at most
+ * MG_DW_MAX_SIDE; mg_depthwise_offsets fills the tap offsets from g. */
+#define MG_DW_MAX_SIDE 32
+#define MG_DW_MAX_TAPS (MG_DW_MAX_SIDE * MG_DW_MAX_SIDE)
+enum { MG_DW_FORWARD = 0, MG_DW_DATA = 1, MG_DW_WEIGHT = 2 };
+typedef struct {
+    int dtype, kind;
+    mg_window g;
+    size_t f, m;
+    size_t rows[MG_DW_MAX_SIDE], cols[MG_DW_MAX_SIDE];
+    size_t back_rows[MG_DW_MAX_SIDE], back_cols[MG_DW_MAX_SIDE];
+    void *x, *y, *w; /* the one the kind computes is written, the others read */
+    const void *bias;
+    int failed;      /* set when a thread could not get its scratch plane */
+} mg_dw_args;
+void mg_depthwise_offsets(mg_dw_args *a);
+void mg_depthwise_task(void *args, size_t begin, size_t end);
+
+/* lstm.c: one LSTM cell update on rows n of i2h, h2h (N, 4H) and c (N, H); out (2, N, H)
+ * holds h' and c', act (N, 4H) the activated gates i, f, g, o.  With dout (2, N, H) = (dh',
+ * dc') given, the backward writes da (N, 4H), the gradient of the pre-activations, and
+ * dc (N, H) from act, c and out.  Items: rows. */
+typedef struct {
+    int dtype;
+    size_t n, hidden;
+    const void *i2h, *h2h, *c, *dout;
+    void *out, *act, *da, *dc; /* forward writes out and act; backward reads them */
+} mg_lstm_args;
+void mg_lstm_task(void *args, size_t begin, size_t end);
+
 #endif

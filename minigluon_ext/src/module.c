@@ -636,6 +636,100 @@ static PyObject *py_winograd(PyObject *self, PyObject *args)
     return run_layer(&b, a.c, nthreads, tasks[kind], &a);
 }
 
+/* depthwise(kind, x, y, w, bias, kh, kw, sh, sw, ph, pw, dh, dw, nthreads): x the image
+ * (n, c, h, w), y the output or dy (n, f, oh, ow) with f = c*m, w the f*kh*kw filter
+ * values, bias (f,) or None (forward only).  Kind 0 writes y, 1 writes x, 2 writes w. */
+static PyObject *py_depthwise(PyObject *self, PyObject *args)
+{
+    static const char *fn = "depthwise";
+    PyObject *x_obj, *y_obj, *w_obj, *bias_obj;
+    Py_ssize_t v[8];
+    int kind, nthreads, dtype, dt_y;
+    mg_buffers b = {.held = 0};
+    mg_dw_args a;
+    if (!PyArg_ParseTuple(args, "iOOOOnnnnnnnni", &kind, &x_obj, &y_obj, &w_obj, &bias_obj,
+                          &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &nthreads))
+        return NULL;
+    if (kind < 0 || kind > 2)
+        return PyErr_Format(PyExc_ValueError, "%s: kind must be 0..2, got %d", fn, kind);
+    if (v[0] > MG_DW_MAX_SIDE || v[1] > MG_DW_MAX_SIDE)
+        return PyErr_Format(PyExc_ValueError, "%s: kernel sides must be at most %d", fn,
+                            MG_DW_MAX_SIDE);
+    Py_buffer *x = take_float(&b, x_obj, kind == MG_DW_DATA, 4, fn, "x", &dtype);
+    Py_buffer *y = x ? take_float(&b, y_obj, kind == MG_DW_FORWARD, 4, fn, "y", &dt_y) : NULL;
+    if (!y || conv_window(fn, x, v, &a.g) < 0)
+        return fail(&b);
+    if (dt_y != dtype || y->shape[0] != x->shape[0] || x->shape[1] < 1 ||
+        y->shape[1] % x->shape[1] != 0 || y->shape[1] < x->shape[1] ||
+        (size_t)y->shape[2] != a.g.oh || (size_t)y->shape[3] != a.g.ow) {
+        PyErr_Format(PyExc_ValueError, "%s: y must be (n, c*m, oh, ow) of x's dtype for the "
+                     "image x and the window", fn);
+        return fail(&b);
+    }
+    a.f = (size_t)y->shape[1], a.m = a.f / a.g.c;
+    size_t taps = a.g.kh * a.g.kw;
+    Py_buffer *w = take_like(&b, w_obj, kind == MG_DW_WEIGHT, fn, "w", dtype, a.f * taps);
+    if (!w)
+        return fail(&b);
+    a.bias = NULL;
+    if (bias_obj != Py_None) {
+        Py_buffer *bias = kind == MG_DW_FORWARD ?
+            take_like(&b, bias_obj, 0, fn, "bias", dtype, a.f) : NULL;
+        if (!bias) {
+            if (kind != MG_DW_FORWARD)
+                PyErr_Format(PyExc_ValueError, "%s: only the forward kind takes a bias", fn);
+            return fail(&b);
+        }
+        a.bias = bias->buf;
+    }
+    a.dtype = dtype, a.kind = kind, a.x = x->buf, a.y = y->buf, a.w = w->buf, a.failed = 0;
+    mg_depthwise_offsets(&a);
+    size_t items = kind == MG_DW_FORWARD ? a.g.n * a.f : kind == MG_DW_DATA ? a.g.n * a.g.c : a.f;
+    Py_BEGIN_ALLOW_THREADS
+    mg_parallel_items(items, nthreads, mg_depthwise_task, &a);
+    Py_END_ALLOW_THREADS
+    release_all(&b);
+    if (a.failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* lstm_cell(kind, c, act, out, a, b, dc, nthreads): c (N, H) sets the sizes.  Kind 0
+ * (forward) reads a = i2h and b = h2h (N, 4H), writes act (N, 4H) and out (2, N, H);
+ * kind 1 (backward) reads act, out and a = dout (2, N, H), writes b = da (N, 4H) and
+ * dc (N, H); dc is None in the forward. */
+static PyObject *py_lstm_cell(PyObject *self, PyObject *args)
+{
+    static const char *fn = "lstm_cell";
+    PyObject *c_obj, *act_obj, *out_obj, *a_obj, *b_obj, *dc_obj;
+    int kind, nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_lstm_args s;
+    if (!PyArg_ParseTuple(args, "iOOOOOOi", &kind, &c_obj, &act_obj, &out_obj, &a_obj, &b_obj,
+                          &dc_obj, &nthreads))
+        return NULL;
+    if (kind != 0 && kind != 1)
+        return PyErr_Format(PyExc_ValueError, "%s: kind must be 0 or 1, got %d", fn, kind);
+    int back = kind == 1;
+    Py_buffer *c = take_float(&b, c_obj, 0, 2, fn, "c", &dtype);
+    if (!c)
+        return fail(&b);
+    s.dtype = dtype, s.n = (size_t)c->shape[0], s.hidden = (size_t)c->shape[1];
+    size_t state = s.n * s.hidden, gates = 4 * state;
+    Py_buffer *act = take_like(&b, act_obj, !back, fn, "act", dtype, gates);
+    Py_buffer *out = act ? take_like(&b, out_obj, !back, fn, "out", dtype, 2 * state) : NULL;
+    Py_buffer *x = out ? take_like(&b, a_obj, 0, fn, back ? "dout" : "i2h", dtype,
+                                   back ? 2 * state : gates) : NULL;
+    Py_buffer *y = x ? take_like(&b, b_obj, back, fn, back ? "da" : "h2h", dtype, gates) : NULL;
+    Py_buffer *dc = y && back ? take_like(&b, dc_obj, 1, fn, "dc", dtype, state) : NULL;
+    if (!y || (back && !dc))
+        return fail(&b);
+    s.c = c->buf, s.act = act->buf, s.out = out->buf;
+    s.i2h = back ? NULL : x->buf, s.h2h = back ? NULL : y->buf;
+    s.dout = back ? x->buf : NULL, s.da = back ? y->buf : NULL, s.dc = back ? dc->buf : NULL;
+    return run_layer(&b, s.n, nthreads, mg_lstm_task, &s);
+}
+
 /* batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads): x is (outer, C, inner);
  * the arguments a kind does not use are None. */
 static PyObject *py_batch_norm(PyObject *self, PyObject *args)
@@ -1034,6 +1128,10 @@ static PyMethodDef methods[] = {
      "max_pool2d_backward(dy, argmax, out, nthreads)"},
     {"winograd", py_winograd, METH_VARARGS,
      "winograd(kind, src, out, bias_or_None, ph, pw, tile, nthreads)"},
+    {"depthwise", py_depthwise, METH_VARARGS,
+     "depthwise(kind, x, y, w, bias_or_None, kh, kw, sh, sw, ph, pw, dh, dw, nthreads)"},
+    {"lstm_cell", py_lstm_cell, METH_VARARGS,
+     "lstm_cell(kind, c, act, out, i2h_or_dout, h2h_or_da, dc_or_None, nthreads)"},
     {"batch_norm", py_batch_norm, METH_VARARGS,
      "batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads)"},
     {"relu", py_relu, METH_VARARGS, "relu(x, dy_or_None, out, nthreads)"},

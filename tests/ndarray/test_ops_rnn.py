@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 import minigluon as mx
-from minigluon import nd
+from minigluon import autograd, nd
 from minigluon.base import MXNetError, ShapeError
 from minigluon.gluon import rnn
+from minigluon.ndarray import ops_rnn
 
 from gradcheck import check_grad
 
@@ -69,3 +70,46 @@ def test_rnn_op_bad_inputs_are_named():
         nd.RNN(x, nd.ones(180), h, state_size=5, mode="gru", num_layers=2)
     with pytest.raises(MXNetError, match="mode must be one of"):
         nd.RNN(x, nd.ones(180), h, state_size=5, mode="elman")
+
+
+# ---------------------------------------------------------------- the fused LSTM cell update
+
+def _unfused_lstm(i2h, h2h, c):
+    """gluon.rnn's unfused step (a dozen operators), the path the fused op replaces."""
+    from minigluon.gluon.rnn.rnn_cell import lstm_step
+    h, c_next = lstm_step(nd, i2h, h2h, c, c.shape[1])
+    return nd.stack(h, c_next, axis=0)
+
+
+@pytest.mark.parametrize("host_kernels", [True, False])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (32, 64)])
+def test_fused_lstm_cell_matches_the_unfused_step(shape, host_kernels, monkeypatch):
+    monkeypatch.setattr(ops_rnn, "_HOST_KERNELS", host_kernels)
+    n, h = shape
+    rng = np.random.default_rng(31)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((n, 4 * h), (n, 4 * h), (n, h))]
+    head = nd.array(rng.standard_normal((2, n, h)).astype(np.float32))
+    results = []
+    for fn in (nd._rnn_lstm_cell, _unfused_lstm):
+        xs = [nd.array(a) for a in arrays]
+        for x in xs:
+            x.attach_grad()
+        with autograd.record():
+            y = fn(*xs)
+        y.backward(head)
+        results.append([y.asnumpy()] + [x.grad.asnumpy() for x in xs])
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("host_kernels", [True, False])
+def test_fused_lstm_cell_gradients(host_kernels, monkeypatch):
+    monkeypatch.setattr(ops_rnn, "_HOST_KERNELS", host_kernels)
+    rng = np.random.default_rng(32)
+    check_grad(nd._rnn_lstm_cell, rng.standard_normal((2, 12)), rng.standard_normal((2, 12)),
+               rng.standard_normal((2, 3)))
+
+
+def test_fused_lstm_cell_rejects_mismatched_shapes():
+    with pytest.raises(ShapeError, match=r"must both be \(N, 4H\).*\(2, 3\)"):
+        nd._rnn_lstm_cell(nd.zeros((2, 8)), nd.zeros((2, 12)), nd.zeros((2, 3)))

@@ -13,7 +13,7 @@ from ..block import HybridBlock
 from ..parameter import ParameterDict
 from .bidirectional_cell import BidirectionalCell
 from .dropout_cell import DropoutCell
-from .rnn_cell import (GRUCell, HybridSequentialRNNCell, LSTMCell, RNNCell, gru_step, lstm_step,
+from .rnn_cell import (GRUCell, HybridSequentialRNNCell, LSTMCell, RNNCell, gru_step,
                        np_zeros_if_np_mode, rnn_step, unstack)
 
 __all__ = ["RNN", "LSTM", "GRU"]
@@ -268,7 +268,8 @@ class LSTM(_RNNLayer):
                          **kwargs)
 
     def _step(self, F, i2h, h2h, state):
-        return list(lstm_step(F, i2h, h2h, state[1], self._hidden_size))
+        # the fused cell update: one operator per step instead of lstm_step's dozen
+        return unstack(F, F._rnn_lstm_cell(i2h, h2h, state[1]), 2, 0)
 
 
 class GRU(_RNNLayer):
