@@ -31,6 +31,7 @@ __all__ = ["compute_threads", "look_again", "set_blas_threads", "limit_to_one", 
            "reload_blas_environment"]
 
 SAMPLE_S = 0.1      # how often the runnable count is read
+RESCAN_S = 5.0      # how often BLAS libraries loaded since (SciPy's, say) are looked for
 WINDOW = 7          # samples whose median decides: one burst does not flip the count
 
 
@@ -98,6 +99,7 @@ class _State:
     next_sample = 0.0       # monotonic time of the next look at the cores and the cap
     count = 1               # the count decided at the last look
     blas = None             # the count BLAS was last set to
+    next_scan = 0.0         # monotonic time of the next search for BLAS libraries
     pinned = None           # limit_to_one() fixed the count
 
 
@@ -108,7 +110,8 @@ def _refresh(now):
             _State.free = FreeCores(config.usable_cores(), os.cpu_count() or 1)
         cap = min(cap, _State.free.sample())
     _State.count, _State.next_sample = cap, now + SAMPLE_S
-    if cap != _State.blas:
+    if cap != _State.blas or now >= _State.next_scan:
+        _State.next_scan = now + RESCAN_S
         set_blas_threads(cap)
 
 
@@ -126,8 +129,9 @@ def compute_threads():
 
 
 def look_again():
-    """Make the next `compute_threads()` read the environment and the cores afresh."""
-    _State.next_sample = 0.0
+    """Make the next `compute_threads()` read the environment and the cores afresh, and
+    set every BLAS library loaded by then."""
+    _State.next_sample = _State.next_scan = 0.0
 
 
 def set_blas_threads(n):
@@ -144,16 +148,12 @@ def limit_to_one():
     set_blas_threads(1)
 
 
-_LIBS = []
-
-
 def _blas_libraries():
-    """threadpoolctl's controllers of the BLAS libraries loaded now (searched once)."""
-    if not _LIBS:
-        from threadpoolctl import ThreadpoolController
-        _LIBS.extend(c for c in ThreadpoolController().lib_controllers if c.user_api == "blas")
-        _LIBS.append(None)      # marks the search done
-    return [lib for lib in _LIBS if lib is not None]
+    """threadpoolctl's controllers of the BLAS libraries loaded now (a search of about a
+    millisecond: done when the count changes, and every RESCAN_S for libraries loaded
+    later, such as SciPy's)."""
+    from threadpoolctl import ThreadpoolController
+    return [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
 
 
 def reload_blas_environment():

@@ -86,7 +86,11 @@ class _Worker:
     def update(self, msg):
         self.gstep = _int(msg.get("gstep")) or self.gstep
         self.samples = _int(msg.get("samples")) or self.samples
-        self.samples_per_s = _float(msg.get("samples_per_s"))
+        # a line whose window timed no whole step carries no rate (the epoch's last line,
+        # when the Trainer's overlap pushed during backward, before the line's samples
+        # were counted): keep the last measured one
+        rate = _float(msg.get("samples_per_s"))
+        self.samples_per_s = self.samples_per_s if rate is None else rate
         self.step_time_s = _float(msg.get("step_time_s")) or self.step_time_s
         for name in ("epoch", "epochs", "step", "steps"):
             value = _int(msg.get(name))
