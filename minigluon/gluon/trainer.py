@@ -66,7 +66,7 @@ class Trainer:
         store; always for row_sparse weights and dist_async; never for a kvstore without
         the 'optimizer' capability (e.g. a registered KVStoreBase such as 'teststore').
     overlap : bool, optional
-        On a distributed kvstore, push each gradient while backward still runs and pull
+        On a synchronous distributed kvstore, push each gradient while backward still runs and pull
         its new value before the next forward reads it (results are bit-identical to
         False, see docs/overlap.md). Default: MINIGLUON_OVERLAP (on). Local stores
         ignore it.
@@ -205,7 +205,10 @@ class Trainer:
                 kvstore.set_gradient_compression(self._compression_params)
             if self._update_on_kvstore:
                 kvstore.set_optimizer(self._optimizer)
-            if self._overlap_wanted and mode.distributed and hasattr(kvstore, "pull_later"):
+            # dist_sync only: under dist_async the overlap measurably hurt convergence
+            # (docs/overlap.md), and it has no bit-identical twin to be checked against
+            if self._overlap_wanted and mode.distributed and mode.sync and \
+                    hasattr(kvstore, "pull_later"):
                 self._overlap = GradientOverlap(self._params, kvstore,
                                                 pull_weights=self._update_on_kvstore)
         self._kvstore = kvstore
