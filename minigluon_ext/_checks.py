@@ -89,6 +89,15 @@ def apart(fn, name, x, other_name, other, allow_same=False):
                      f"({_describe(other)}); help: pass separate arrays")
 
 
+def momentum_state(fn, mom, weight, grad):
+    """Check an SGD momentum buffer: writable, shaped and typed as `weight`, and sharing
+    memory with neither `weight` nor `grad`."""
+    array(fn, "mom", mom, writable=True, dtypes=LAYER_FLOATS)
+    like(fn, "mom", mom, "weight", weight)
+    apart(fn, "mom", mom, "weight", weight)
+    apart(fn, "mom", mom, "grad", grad)
+
+
 def real(fn, name, value):
     """Check that value is a real number and return it as a Python float."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -428,10 +437,7 @@ def sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient,
     like(fn, "grad", grad, "weight", weight)
     apart(fn, "grad", grad, "weight", weight)
     if mom is not None:
-        array(fn, "mom", mom, writable=True, dtypes=LAYER_FLOATS)
-        like(fn, "mom", mom, "weight", weight)
-        apart(fn, "mom", mom, "weight", weight)
-        apart(fn, "mom", mom, "grad", grad)
+        momentum_state(fn, mom, weight, grad)
     numbers_ = []
     for name, value in (("lr", lr), ("wd", wd), ("momentum", momentum),
                         ("rescale_grad", rescale_grad)):
@@ -631,10 +637,7 @@ def rows_sgd_update(weight, ids, grad, mom, lr, wd, momentum, rescale_grad, clip
     rows_of(fn, "grad", grad, ids.size, weight.shape[1:], weight.dtype)
     apart(fn, "grad", grad, "weight", weight)
     if mom is not None:
-        array(fn, "mom", mom, writable=True, dtypes=LAYER_FLOATS)
-        like(fn, "mom", mom, "weight", weight)
-        apart(fn, "mom", mom, "weight", weight)
-        apart(fn, "mom", mom, "grad", grad)
+        momentum_state(fn, mom, weight, grad)
     numbers_ = [real(fn, name, value) for name, value in
                 (("lr", lr), ("wd", wd), ("momentum", momentum), ("rescale_grad", rescale_grad))]
     clip = 0.0 if clip_gradient is None else real(fn, "clip_gradient", clip_gradient)

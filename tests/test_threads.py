@@ -56,7 +56,11 @@ def test_read_runnable_parses_loadavg(tmp_path):
 @linux_only
 def test_own_runnable_sees_a_busy_thread_of_ours():
     stop = threading.Event()
-    spinner = threading.Thread(target=lambda: [None for _ in iter(stop.is_set, True)])
+
+    def spin():
+        while not stop.is_set():
+            pass
+    spinner = threading.Thread(target=spin)
     spinner.start()
     try:
         # the spinner is runnable whenever we look (it gives up the GIL, not the CPU queue)
@@ -67,12 +71,28 @@ def test_own_runnable_sees_a_busy_thread_of_ours():
     assert seen >= 2
 
 
+def wait_until_spinning(pid, deadline_s=60):
+    """Wait until process `pid` has spent CPU time in its loop (past its start-up reads,
+    when it may wait on the disk rather than be runnable); fail after `deadline_s`."""
+    import time
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        with open(f"/proc/{pid}/stat") as f:
+            utime = int(f.read().rpartition(")")[2].split()[11])
+        if utime >= 10:         # clock ticks: 0.1 s of user time, well into the loop
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"busy process {pid} did not run within {deadline_s} s")
+
+
 @linux_only
 def test_busy_processes_take_a_thread_away():
     """Three real busy processes on a 2-core share leave one thread, however loaded the
     rest of the machine is (they are runnable at every sample)."""
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
     try:
+        for proc in busy:
+            wait_until_spinning(proc.pid)
         counts = free_cores([threads.FreeCores._others() for _ in range(5)])
     finally:
         for proc in busy:
