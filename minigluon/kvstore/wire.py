@@ -111,7 +111,7 @@ _PAYLOAD = {
 _UNDESCRIBED = [c.name for c in Cmd if c not in _PAYLOAD]
 if _UNDESCRIBED:
     raise ImportError(f"kvstore/wire.py: commands {_UNDESCRIBED} have no entry in _PAYLOAD; "
-                      "add what their payload frames hold (array, bytes or none)")
+                      "add what their payload frames hold")
 
 _DTYPES = {1: np.float32, 2: np.float64, 3: np.float16, 4: np.uint8, 5: np.int32,
            6: np.int8, 7: np.int64}
