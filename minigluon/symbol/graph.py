@@ -6,10 +6,10 @@ but on raw arrays: no NDArray wrappers, no per-op context checks, no per-op tape
 Backward replays the steps' closures in reverse; an input's gradient is complete once the
 earliest step that reads it has run, and the tape is told so then (`on_input_final`), so a
 hook on a parameter of the last layers runs before the graph's first layers' backward (a
-Trainer pushes that gradient while the rest of backward runs). Before the first run, `rewrite.optimize`
-reorders steps where that gives the same values with less work; a watched run (an op hook,
-see op_hook.py) runs the steps as traced instead, so that each value it reports is the one
-its node computes.
+Trainer pushes that gradient while the rest of backward runs). Before the first run,
+`rewrite.optimize` reorders steps where that gives the same values with less work; a
+watched run (an op hook, see op_hook.py) runs the steps as traced instead, so that each
+value it reports is the one its node computes.
 
 A CachedGraph is also the operator `_CachedOp` (registered below): the node that
 `autograd.get_symbol` makes for a hybridized call, which `Symbol.eval` can run again.
