@@ -53,7 +53,7 @@ class GradientOverlap:
     round (the backward passes since the last step), what was pushed, what is pulled.
 
     `params` are the Trainer's parameters (the index is the kvstore key); `kvstore` has
-    `push` and `pull_later`; `pull_weights`: updates run in the store, so the pull brings
+    `push_nowait`, `pull_later` and the bucket calls of KVStoreDist; `pull_weights`: updates run in the store, so the pull brings
     weights (else the sum of the gradients).
     """
 
@@ -64,6 +64,7 @@ class GradientOverlap:
         self._final = {}       # index -> device positions final this round
         self._late = set()     # indices this round leaves to step
         self._pushed = {}      # index -> (PendingPull, fingerprints of the pushed grads)
+        self._sending = []     # PendingPush of this round: the grads may not change yet
         small, size = config.overlap_buckets() if buckets is None else buckets
         self._buckets = _Buckets(kvstore, small, size) if small and size and \
             hasattr(kvstore, "push_bucket") else None
@@ -125,7 +126,9 @@ class GradientOverlap:
             self._pushed[index] = (None, prints)     # its pull comes with its bucket's
             self._sent(self._buckets.add(server, index, grads, out))
             return
-        self._kv.push(index, grads, priority=-index)
+        # a big gradient goes zero-copy: backward goes on while it travels (step waits
+        # for it before the gradients may change again)
+        self._sending.append(self._kv.push_nowait(index, grads, priority=-index))
         pull = self._kv.pull_later(index, out=out)
         self._pushed[index] = (pull, prints)
 
@@ -139,6 +142,9 @@ class GradientOverlap:
         that their gradients are still those pushed; the next round starts empty."""
         if self._buckets is not None:
             self._sent(self._buckets.flush())
+        for sending in self._sending:
+            sending.wait()
+        self._sending = []
         pushed, self._pushed = self._pushed, {}
         self._final, self._late = {}, set()
         for index, (_, prints) in pushed.items():

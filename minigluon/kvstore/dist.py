@@ -430,6 +430,21 @@ class KVStoreDist(KVStore):
     def push(self, key, value, priority=0):
         """Push values (one per device, summed here first) to the servers; returns once
         the arrays may be changed again."""
+        self._van.wait(self._start_push(key, value))
+
+    def push_nowait(self, key, value, priority=0):
+        """Start a push as `push` does and return at once, maybe before the servers have
+        read the arrays: a `PendingPush` whose `wait()` returns once they may change again
+        (until then they must not). For pushes made while backward runs (gluon/overlap.py):
+        a big gradient sent zero-copy travels while the caller computes.
+
+        >>> sent = kv.push_nowait(3, grad)      # ... more work; grad stays as it is ...
+        >>> sent.wait()                         # grad may change now
+        """
+        return PendingPush(self._van, self._start_push(key, value))
+
+    def _start_push(self, key, value):
+        """Send the pushes of `key`; the requests whose payload is the caller's memory."""
         pairs = [(self._info(k, v, "push to"), v)
                  for k, v in self._grouped(key, value, "push")]
         if not self._mode.sync and not self._optimizer_set:
@@ -452,7 +467,7 @@ class KVStoreDist(KVStore):
                 if any(v.stype != "default" for v in values):
                     values = [v.tostype("default") for v in values]
                 borrowed += self._push_one(info, values)
-            self._van.wait(borrowed)
+        return borrowed
 
     def _push_rows(self, info, values):
         """Send each server the rows of its range that the values touch (a push with no
@@ -868,6 +883,22 @@ class KVStoreDist(KVStore):
                         (n // info.row if info.row else info.shape[0],) + info.shape[1:]
                     out[key] = _split_state(state, off, n, rows)
         return out
+
+
+class PendingPush:
+    """A push in flight (`KVStoreDist.push_nowait`): `wait()` returns once the pushed
+    arrays may change again (the servers have read what was sent from them)."""
+
+    __slots__ = ("_van", "_reqs")
+
+    def __init__(self, van, reqs):
+        self._van, self._reqs = van, reqs
+
+    def wait(self):
+        """Wait (within the kvstore's deadline); a second call does nothing."""
+        if self._reqs:
+            self._van.wait(self._reqs)
+            self._reqs = []
 
 
 class PendingPull:

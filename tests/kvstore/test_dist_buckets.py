@@ -2,7 +2,8 @@
 pulled with one PULL_MANY give exactly what separate pushes and pulls give (sums without
 an optimizer, bit-identical weights with one), every key counting its own rounds; a bad
 bucket (a key never initialized, a wrong shape, a key twice) is refused whole with an
-error naming the key, and the server goes on serving."""
+error naming the key, and the server goes on serving. And push_nowait, the overlap's
+push that does not wait for a zero-copy send."""
 from test_dist_cluster import run_job
 
 ROUND_TRIP = """
@@ -155,13 +156,24 @@ kv.push_bucket([(0, nd.full((4,), 3)), (1, nd.full((2, 3), 2))])
 a, b = nd.zeros((4,)), nd.zeros((2, 3))
 for later in kv.pull_bucket_later([(0, a), (1, b)]):
     later.wait()
-report(errors=errors, a=a.asnumpy().tolist(), b=b.asnumpy().tolist())
+# push_nowait: a big value goes zero-copy (no shared memory here), wait() says when the
+# array may change again
+kv.init(2, nd.zeros((100000,)))
+big = nd.full((100000,), 7)
+sent = kv.push_nowait(2, big)
+sent.wait()
+sent.wait()                          # a second wait does nothing
+big[:] = -1
+kv.pull(2, out=big)
+report(errors=errors, a=a.asnumpy().tolist(), b=b.asnumpy().tolist(),
+       big=float(big.asnumpy().min()), big_max=float(big.asnumpy().max()))
 """
 
 
 def test_a_bad_bucket_is_refused_whole_with_a_clear_error_and_the_server_goes_on(
         tmp_path):
-    results, _ = run_job(tmp_path, BAD, workers=1, servers=1)
+    results, _ = run_job(tmp_path, BAD, workers=1, servers=1,
+                         env={"MINIGLUON_KVSTORE_SHM": "0"})
     errors = results[0]["errors"]
     assert "push to key 9: the key has not been initialized" in errors["unknown"]
     assert "kv.init(9, value)" in errors["unknown"]
@@ -172,3 +184,4 @@ def test_a_bad_bucket_is_refused_whole_with_a_clear_error_and_the_server_goes_on
     assert "bucket of keys [0, 0]" in errors["twice_local"]
     assert results[0]["a"] == [3.0] * 4                  # round 1 is the good push only
     assert results[0]["b"] == [[2.0] * 3] * 2
+    assert results[0]["big"] == results[0]["big_max"] == 7.0
