@@ -80,19 +80,22 @@ def train(buckets):
     net(nd.zeros((2, 1, 28, 28)))
     trainer = gluon.Trainer(net.collect_params(), 'sgd',
                             {'learning_rate': 0.1, 'momentum': 0.9}, kvstore='dist_sync')
-    sent = []
+    sent, phase = [], ['']
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     for t in range(4):
         if t == 1:        # the store exists: count the keys each bucket carries
             kv = trainer._kvstore
             push_bucket = kv.push_bucket
-            kv.push_bucket = lambda items: (sent.append(len(items)), push_bucket(items))[1]
+            kv.push_bucket = lambda items: (sent.append((len(items), phase[0])),
+                                            push_bucket(items))[1]
         rng = np.random.RandomState(10 * t + kv_rank)
         x = nd.array(rng.randn(4, 1, 28, 28).astype(np.float32))
         y = nd.array(rng.randint(0, 10, 4).astype(np.float32))
         with autograd.record():
             loss = loss_fn(net(x), y)
+        phase[0] = 'backward'
         loss.backward()
+        phase[0] = 'step'
         trainer.step(8)
     digest = hashlib.sha256()
     for p in net.collect_params().values():
@@ -110,8 +113,10 @@ def test_trainer_parameters_are_bit_identical_with_buckets_on_and_off(tmp_path):
     for res in results:
         (on_digest, on_sent), (off_digest, off_sent) = res["on"], res["off"]
         assert on_digest == off_digest
-        # LeNet: 6 of its 8 gradients are small; per step one bucket per server
-        assert off_sent == [] and sum(on_sent) == 3 * 6, on_sent
+        # LeNet: 6 of its 8 gradients are small; per step one bucket per server, sent
+        # from backward (once every parameter is final), not left to step
+        assert off_sent == [] and sum(n for n, _ in on_sent) == 3 * 6, on_sent
+        assert {when for _, when in on_sent} == {"backward"}, on_sent
     assert results[0]["on"][0] == results[1]["on"][0]
 
 
