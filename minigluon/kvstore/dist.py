@@ -754,8 +754,9 @@ class KVStoreDist(KVStore):
                                "bucket holds each key once")
         if not items or None in servers or len(servers) != 1:
             raise KVStoreError(
-                f"{where} a bucket of keys {[k for k, _ in items]}: a bucket takes "
-                "initialized dense int keys held whole by one server, the same for all "
+                f"{where} a bucket of keys {keys}: a bucket takes initialized dense int "
+                "keys held whole by one server, the same for all, that do not travel "
+                "through shared memory, in a store without compression "
                 "(kv.bucket_server(key, limit) says which); push or pull the others alone")
         return servers.pop()
 
