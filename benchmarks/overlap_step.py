@@ -1,5 +1,6 @@
 """A dist_sync training step with gradients pushed while backward runs (overlap on) against
-pushed all at step (overlap off); ONE JSON line.
+pushed all at step (overlap off), or overlap with buckets of small gradients against
+without (--compare buckets); ONE JSON line.
 
 One real job on 127.0.0.1: a scheduler, --servers servers and --workers workers started as
 processes with the DMLC_* variables. Every worker builds the same network twice (same
@@ -11,11 +12,18 @@ rounds of the workers' mean; `ratio` is on / off of the medians of the per-round
 (below 1: overlap is faster). The two nets' parameters are compared at the end
 (`bit_identical`), and the load average at start and end is part of the line.
 
-Models: `mlp` (784-1024-1024-1024-1024-10, 3.9M float32: communication-heavy) and
-`lenet` (compute-heavy, 0.43M); batch --batch per worker; SGD with momentum, updates on
-the servers (the dist_sync default).
+Models: `mlp` (784-1024-1024-1024-1024-10, 3.9M float32: communication-heavy),
+`lenet` (compute-heavy, 0.43M) and `resnet18` (the model zoo's CIFAR ResNet-18, 11.2M in
+62 arrays, 41 of them BatchNorm's or the last bias: below 64 KiB); batch --batch per
+worker; SGD with momentum, updates on the servers (the dist_sync default). Nets are
+hybridized, as training scripts do (--imperative: not).
+
+`--compare buckets`: both sides overlap; "on" gathers small gradients into buckets
+(MINIGLUON_OVERLAP_SMALL_BYTES / _BUCKET_BYTES as set, else their defaults), "off" sends
+each alone (small bytes 0).
 
     python benchmarks/overlap_step.py [--model mlp] [--rounds 7] [--steps 5]
+        [--compare overlap|buckets] [--imperative]
 """
 import argparse
 import hashlib
@@ -32,9 +40,11 @@ DEADLINE = 600
 
 def build(model, mx, gluon):
     mx.random.seed(0)
+    from minigluon.gluon.model_zoo import vision
     if model == "lenet":
-        from minigluon.gluon.model_zoo import vision
         net, shape = vision.lenet(classes=10), (1, 28, 28)
+    elif model == "resnet18":
+        net, shape = vision.cifar_resnet18(classes=10), (3, 32, 32)
     else:
         net, shape = gluon.nn.Sequential(), (784,)
         for _ in range(4):
@@ -50,9 +60,12 @@ def run_worker(args):
     from minigluon import autograd, gluon, nd
     kv_probe = mx.kv.create("dist_sync")          # store 0: only to learn the rank
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    sides = {}
-    for overlap in (True, False):
+    sides, small = {}, os.environ.get("MINIGLUON_OVERLAP_SMALL_BYTES", "65536")
+    for on in (True, False):
+        overlap = on or args.compare == "buckets"
         net, shape = build(args.model, mx, gluon)
+        if not args.imperative:
+            net.hybridize()
         rng = np.random.default_rng(kv_probe.rank)   # the same batch for both sides
         data = nd.array(rng.standard_normal((args.batch,) + shape).astype(np.float32))
         label = nd.array(rng.integers(0, 10, args.batch))
@@ -60,10 +73,13 @@ def run_worker(args):
         trainer = gluon.Trainer(net.collect_params(), "sgd",
                                 {"learning_rate": 0.01, "momentum": 0.9},
                                 kvstore="dist_sync", overlap=overlap)
-        sides["on" if overlap else "off"] = (net, trainer, data, label)
+        # the Trainer makes its overlap (and reads the bucket sizes) at its first step
+        buckets = small if on or args.compare == "overlap" else "0"
+        sides["on" if on else "off"] = (net, trainer, data, label, buckets)
 
     def step(name):
-        net, trainer, data, label = sides[name]
+        net, trainer, data, label, buckets = sides[name]
+        os.environ["MINIGLUON_OVERLAP_SMALL_BYTES"] = buckets
         with autograd.record():
             loss = loss_fn(net(data), label)
         loss.backward()
@@ -111,7 +127,8 @@ def run_job(args):
                                           stdout=subprocess.DEVNULL))
         argv = [sys.executable, os.path.abspath(__file__), "--worker", "--model", args.model,
                 "--rounds", str(args.rounds), "--steps", str(args.steps),
-                "--batch", str(args.batch)]
+                "--batch", str(args.batch), "--compare", args.compare]
+        argv += ["--imperative"] if args.imperative else []
         workers = [subprocess.Popen(argv, env=dict(env, DMLC_ROLE="worker"),
                                     stdout=subprocess.PIPE, text=True)
                    for _ in range(args.workers)]
@@ -148,7 +165,9 @@ def summarize(results, rounds):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", choices=("mlp", "lenet"), default="mlp")
+    parser.add_argument("--model", choices=("mlp", "lenet", "resnet18"), default="mlp")
+    parser.add_argument("--compare", choices=("overlap", "buckets"), default="overlap")
+    parser.add_argument("--imperative", action="store_true")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--servers", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=7)
@@ -161,7 +180,8 @@ def main():
         return
     load_before = os.getloadavg()[0]
     results = run_job(args)
-    line = {"benchmark": "overlap_step", "model": args.model, "workers": args.workers,
+    line = {"benchmark": "overlap_step", "model": args.model, "compare": args.compare,
+            "hybridized": not args.imperative, "workers": args.workers,
             "servers": args.servers, "batch_per_worker": args.batch,
             "rounds": args.rounds, "steps_per_round": args.steps}
     line.update(summarize(results, args.rounds))

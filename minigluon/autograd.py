@@ -23,6 +23,7 @@ gradient of the rows it looked up). The tape recognizes one by its `to_dense(xp)
 sums two with its `plus(xp, other)`, and hands it densified to any other operator's
 backward; a variable receives it as it is.
 """
+import collections
 import functools
 import itertools
 import threading
@@ -109,7 +110,8 @@ _node_seq = itertools.count()
 class Node:
     """One recorded operator: how to map output gradients to input gradients."""
 
-    __slots__ = ("op_name", "backward", "inputs", "out_meta", "seq", "traced", "call")
+    __slots__ = ("op_name", "backward", "inputs", "out_meta", "seq", "traced", "call",
+                 "reports_final")
 
     def __init__(self, op_name, backward, inputs, out_meta, traced=None):
         self.seq = next(_node_seq)    # recording order: backward runs it in reverse
@@ -122,6 +124,10 @@ class Node:
         # create_graph=True; None where the op's backward is not itself differentiable
         self.traced = traced
         self.call = None    # (op, inputs, extra args, attrs, results) as the registry ran it
+        # True when backward takes on_input_final=report: a whole graph run as one node (a
+        # hybridized block) hands each input's gradient on as soon as its own walk has
+        # made it complete, so hooks need not wait for the end of the graph
+        self.reports_final = False
 
     def __repr__(self):
         return f"<Node {self.op_name}>"
@@ -329,19 +335,50 @@ class _Finisher:
         for key in [k for k in self.var_grads if not self.pending.get(k)]:
             self._give(key)
 
-    def ran(self, node):
-        """`node` has sent its gradients: its variables have one sender less."""
-        for inp in node.inputs:
-            if inp is not None and _is_variable(inp):
-                key = _var_key(inp)
-                self.pending[key] -= 1
-                if self.pending[key] == 0:
-                    self._give(key)
+    def ran(self, node, done=()):
+        """`node` has sent its gradients: its variables have one sender less (those at
+        the positions `done` were counted when the node reported them early)."""
+        for pos, inp in enumerate(node.inputs):
+            if inp is not None and _is_variable(inp) and pos not in done:
+                self.sent(inp)
+
+    def sent(self, var):
+        """One node has sent `var` its gradient (or had none for it)."""
+        key = _var_key(var)
+        self.pending[key] -= 1
+        if self.pending[key] == 0:
+            self._give(key)
 
     def _give(self, key):
         entry = self.var_grads.pop(key, None)     # None: every sender gave no gradient
         if entry is not None:
             self.on_final(*entry)
+
+
+class _EarlyReports:
+    """The `on_input_final` of one node that reports inputs' gradients before its backward
+    returns: a variable's gradient is sent at once and its sender counted, so the
+    Finisher can run its hooks while the node's backward goes on."""
+
+    def __init__(self, node, send, finisher):
+        self.node, self.send, self.finisher = node, send, finisher
+        keys = [_var_key(x) if x is not None and _is_variable(x) else None
+                for x in node.inputs]
+        # a variable at two positions of the node is summed in position order at the end,
+        # as it is without hooks (a changed order of float additions changes bits)
+        counts = collections.Counter(keys)
+        self.once = {k for k in keys if k is not None and counts[k] == 1}
+        self.keys, self.done = keys, set()
+
+    def __call__(self, pos, grad):
+        """Take input `pos`'s complete gradient; False leaves it in the node's result."""
+        inp = self.node.inputs[pos]
+        if self.keys[pos] not in self.once or grad is None:
+            return False
+        self.send(inp, fit_grad(grad, inp))
+        self.done.add(pos)
+        self.finisher.sent(inp)
+        return True
 
 
 def _run_backward(heads, head_grads, retain_graph, create_graph=False, on_final=None):
@@ -381,11 +418,15 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False, on_final=
     if finisher is not None:
         finisher.ready()
     for node in order:
+        early = None
         outs = [node_grads.pop((id(node), i), None) for i in range(len(node.out_meta))]
         if any(g is not None for g in outs):
             outs = [dense_grad(g, meta[2].xp) if g is not None
                     else _zeros(meta, graph, heads[0]) for g, meta in zip(outs, node.out_meta)]
             run = node.backward if graph is None else functools.partial(graph.run, node)
+            if finisher is not None and graph is None and node.reports_final:
+                early = _EarlyReports(node, send, finisher)
+                run = functools.partial(node.backward, on_input_final=early)
             if profiler._running and node.op_name != "CachedGraph":  # a graph times its steps
                 in_grads = profiler.timed(f"{node.op_name}_backward", "backward", run, *outs)
             else:
@@ -396,7 +437,7 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False, on_final=
             if not retain_graph:
                 node.backward = node.traced = None
         if finisher is not None:
-            finisher.ran(node)
+            finisher.ran(node, early.done if early is not None else ())
     return var_grads
 
 

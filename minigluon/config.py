@@ -100,6 +100,16 @@ def overlap():
     return env_flag("MINIGLUON_OVERLAP", True)
 
 
+def overlap_buckets():
+    """(small, bucket) bytes for the overlap's buckets: gradients of fewer than
+    MINIGLUON_OVERLAP_SMALL_BYTES (default 65536) are gathered per server into one message
+    of up to MINIGLUON_OVERLAP_BUCKET_BYTES (default 1 MiB) in the order they become final
+    (gluon/overlap.py); either one 0 sends every gradient alone."""
+    small = env_int("MINIGLUON_OVERLAP_SMALL_BYTES", 65536, minimum=0)
+    bucket = env_int("MINIGLUON_OVERLAP_BUCKET_BYTES", 1 << 20, minimum=0)
+    return small, bucket
+
+
 def kvstore_bigarray_bound():
     """Arrays with more elements than this are big (MXNET_KVSTORE_BIGARRAY_BOUND, default 1e6).
 

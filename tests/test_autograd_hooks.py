@@ -132,3 +132,125 @@ def test_a_hook_needs_a_variable_and_a_callable():
     w.attach_grad()
     with pytest.raises(AutogradError, match="callable, got int"):
         autograd.register_post_accumulate_grad_hook(w, 3)
+
+
+def _hybrid_net(hybridize):
+    """Conv -> BatchNorm -> Dense -> Dense, the same weights each call; hybridized, the
+    whole net is one CachedGraph on the tape."""
+    mx_seed = np.random.RandomState(3)
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Conv2D(4, 3, in_channels=2), gluon.nn.BatchNorm(in_channels=4),
+            gluon.nn.Activation("relu"), gluon.nn.Dense(6, in_units=4 * 4 * 4),
+            gluon.nn.Dense(3, in_units=6))
+    net.initialize()
+    for p in net.collect_params().values():
+        p.set_data(nd.array(mx_seed.randn(*p.shape)))
+    if hybridize:
+        net.hybridize()
+    return net
+
+
+def _hooked_backward(net, x, extra=None):
+    """Hook every parameter; returns [(name, grad seen, w1 grad at that moment)], the
+    final gradients, and the op names the tape recorded at the loss."""
+    params = net.collect_params()
+    first = params[[n for n in params if n.endswith("weight")][0]]
+    calls, handles = [], []
+    for name, p in params.items():
+        if p.grad_req == "null":
+            continue
+        handles.append(autograd.register_post_accumulate_grad_hook(
+            p.data(), lambda v, n=name: calls.append(
+                (n, v.grad.asnumpy().copy(), first.grad().asnumpy().copy()))))
+    with autograd.record():
+        out = net(x)
+        loss = (out * out).sum() if extra is None else (out * out).sum() + extra(net)
+    loss.backward()
+    for handle in handles:
+        handle.remove()
+    grads = {n: p.grad().asnumpy() for n, p in params.items() if p.grad_req != "null"}
+    return calls, grads, out._node.op_name
+
+
+def test_a_hybridized_net_fires_hooks_per_parameter_during_its_graph_backward():
+    x = nd.array(np.random.RandomState(4).randn(2, 2, 6, 6))
+    hyb_calls, hyb_grads, op = _hooked_backward(_hybrid_net(True), x)
+    imp_calls, imp_grads, _ = _hooked_backward(_hybrid_net(False), x)
+    assert op == "CachedGraph"                          # one node for the whole net
+    # the same order as operator by operator: last layer first, each parameter once
+    strip = lambda calls: [n.split("_", 1)[1] for n, _, _ in calls]    # noqa: E731
+    assert strip(hyb_calls) == strip(imp_calls)
+    assert [n.split("_")[0] for n, _, _ in hyb_calls][0].startswith("dense")
+    assert len(hyb_calls) == len(hyb_grads) == 8
+    # the last layers' hooks ran before the graph's walk reached the first layer
+    assert not hyb_calls[0][2].any() and hyb_calls[-1][2].any()
+    for (name, seen, _) in hyb_calls:                   # what each hook saw is final
+        np.testing.assert_array_equal(seen, hyb_grads[name])
+    for (hn, hg), (_, ig) in zip(sorted(hyb_grads.items()), sorted(imp_grads.items())):
+        np.testing.assert_array_equal(hg, ig, err_msg=hn)    # bit-identical
+
+
+class _Twice(gluon.HybridBlock):
+    """One Dense applied twice, with a layer between: its weight is final only after its
+    first use's backward, which the graph runs last."""
+
+    def __init__(self):
+        super().__init__()
+        self.shared = gluon.nn.Dense(5, in_units=5)
+        self.mid = gluon.nn.Dense(5, in_units=5)
+
+    def hybrid_forward(self, F, x):
+        return self.shared(F.tanh(self.mid(F.tanh(self.shared(x)))))
+
+
+def _twice(hybridize):
+    net = _Twice()
+    net.initialize()
+    rng = np.random.RandomState(6)
+    for p in net.collect_params().values():
+        p.set_data(nd.array(rng.uniform(-0.5, 0.5, p.shape)))
+    if hybridize:
+        net.hybridize()
+    return net
+
+
+def _plain_grads(net, x, extra, monkeypatch):
+    """The gradients of a backward without hooks (no hook is live: gradients are stored
+    after the whole pass, the path a job with overlap off takes)."""
+    monkeypatch.setattr(autograd.HookHandle, "live", 0)
+    with autograd.record():
+        out = net(x)
+        loss = (out * out).sum() + extra(net)
+    loss.backward()
+    monkeypatch.undo()
+    return {p.name: p.grad().asnumpy() for p in net.collect_params().values()}
+
+
+def test_a_parameter_used_twice_in_a_graph_and_outside_it_is_final_after_its_last_use(
+        monkeypatch):
+    x = nd.array(np.random.RandomState(5).randn(3, 5))
+    extra = lambda n: (n.shared.weight.data() ** 2).sum()    # noqa: E731
+    results = {}
+    for hybridize in (True, False):
+        net = _twice(hybridize)
+        short = {p.name: f"{attr}.{p.name.rsplit('_', 1)[1]}"
+                 for attr in ("shared", "mid")
+                 for p in getattr(net, attr).collect_params().values()}
+        # the shared weight also feeds an operator outside the graph, recorded after it
+        calls, grads, op = _hooked_backward(net, x, extra)
+        plain = _plain_grads(net, x, extra, monkeypatch)
+        results[hybridize] = ([(short[n], seen) for n, seen, _ in calls],
+                              {short[n]: g for n, g in grads.items()},
+                              {short[n]: g for n, g in plain.items()}, op)
+    calls, grads, plain, op = results[True]
+    assert op == "CachedGraph"
+    # shared's first use runs last in backward: it is final after mid
+    assert [n for n, _ in calls] == ["mid.weight", "mid.bias", "shared.weight",
+                                     "shared.bias"]
+    assert [n for n, _ in calls] == [n for n, _ in results[False][0]]
+    for name, seen in calls:
+        np.testing.assert_array_equal(seen, grads[name])
+        np.testing.assert_array_equal(grads[name], plain[name])      # bit-identical
+        # operator by operator the graph's two contributions are added in another order
+        np.testing.assert_allclose(grads[name], results[False][1][name], rtol=1e-5,
+                                   atol=1e-6)

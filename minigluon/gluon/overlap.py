@@ -10,6 +10,12 @@ waits for (the next forward waits per parameter, not for all); with updates on t
 workers `step` waits for the summed gradients before it updates. Parameters in reverse
 layer order become final first, so their messages leave first.
 
+Small gradients (below MINIGLUON_OVERLAP_SMALL_BYTES, held whole by one server) are not
+sent alone: they gather per server, in the order they become final, into a bucket that
+leaves as one message when it holds MINIGLUON_OVERLAP_BUCKET_BYTES, when every hooked
+parameter of the round is final (the end of backward), or at `step`; its pull is one
+message too. Biases and BatchNorm's gammas and betas then do not pay a message each.
+
 An early push must carry the gradient `step` would have pushed. Parameters whose gradient
 may still change before `step` are pushed by `step` as before: grad_req='add' (gradients
 accumulated over several backward calls), row_sparse weights or gradients, and every
@@ -23,7 +29,7 @@ import functools
 
 import numpy as np
 
-from .. import autograd
+from .. import autograd, config
 from ..base import MXNetError
 
 __all__ = ["OverlapError", "GradientOverlap"]
@@ -47,16 +53,21 @@ class GradientOverlap:
     round (the backward passes since the last step), what was pushed, what is pulled.
 
     `params` are the Trainer's parameters (the index is the kvstore key); `kvstore` has
-    `push` and `pull_later`; `pull_weights`: updates run in the store, so the pull brings
+    `push_nowait`, `pull_later` and the bucket calls of KVStoreDist; `pull_weights`: updates run in the store, so the pull brings
     weights (else the sum of the gradients).
     """
 
-    def __init__(self, params, kvstore, pull_weights):
+    def __init__(self, params, kvstore, pull_weights, buckets=None):
         self._params, self._kv, self._pull_weights = params, kvstore, pull_weights
         self._hooked = {}      # id(array) -> (array, hook handle)
+        self._installed = set()   # indices of the hooked parameters
         self._final = {}       # index -> device positions final this round
         self._late = set()     # indices this round leaves to step
         self._pushed = {}      # index -> (PendingPull, fingerprints of the pushed grads)
+        self._sending = []     # PendingPush of this round: the grads may not change yet
+        small, size = config.overlap_buckets() if buckets is None else buckets
+        self._buckets = _Buckets(kvstore, small, size) if small and size and \
+            hasattr(kvstore, "push_bucket") else None
 
     def install(self, indices):
         """Hook every copy of the parameters `indices` (those the store holds); arrays
@@ -65,6 +76,7 @@ class GradientOverlap:
             param = self._params[i]
             if param._data is None or not eligible(param):
                 continue
+            self._installed.add(i)
             for pos, arr in enumerate(param._data):
                 known = self._hooked.get(id(arr))
                 if known is not None and known[0] is arr:
@@ -77,7 +89,7 @@ class GradientOverlap:
         """Unhook every array (the Trainer forgets its kvstore)."""
         for _, handle in self._hooked.values():
             handle.remove()
-        self._hooked = {}
+        self._hooked, self._installed = {}, set()
 
     def pushing(self):
         """True once this round pushed a gradient (until `end_round`)."""
@@ -96,22 +108,43 @@ class GradientOverlap:
                 + _FIX)
         if not eligible(param) or autograd.is_retaining_graph() or index in self._late:
             self._late.add(index)        # step pushes it, as without overlap
-            return
-        final = self._final.setdefault(index, set())
-        final.add(pos)
-        if len(final) == len(param._data):
-            self._push(index, param)
+        else:
+            final = self._final.setdefault(index, set())
+            final.add(pos)
+            if len(final) == len(param._data):
+                self._push(index, param)
+        if self._buckets is not None and \
+                len(self._pushed) + len(self._late) >= len(self._installed):
+            self._sent(self._buckets.flush())     # backward is done with every one
 
     def _push(self, index, param):
         grads = param.list_grad()
-        self._kv.push(index, grads, priority=-index)
-        out = param._data if self._pull_weights else grads
-        pull = self._kv.pull_later(index, out=list(out))
-        self._pushed[index] = (pull, [_fingerprint(g) for g in grads])
+        prints = [_fingerprint(g) for g in grads]
+        out = list(param._data if self._pull_weights else grads)
+        server = None if self._buckets is None else self._buckets.server_of(index)
+        if server is not None:
+            self._pushed[index] = (None, prints)     # its pull comes with its bucket's
+            self._sent(self._buckets.add(server, index, grads, out))
+            return
+        # a big gradient goes zero-copy: backward goes on while it travels (step waits
+        # for it before the gradients may change again)
+        self._sending.append(self._kv.push_nowait(index, grads, priority=-index))
+        pull = self._kv.pull_later(index, out=out)
+        self._pushed[index] = (pull, prints)
+
+    def _sent(self, pulls):
+        """Keep the pulls of the buckets just sent, [(index, PendingPull)]."""
+        for index, pull in pulls:
+            self._pushed[index] = (pull, self._pushed[index][1])
 
     def end_round(self):
         """At step: {index: PendingPull} of the parameters pushed early, after checking
         that their gradients are still those pushed; the next round starts empty."""
+        if self._buckets is not None:
+            self._sent(self._buckets.flush())
+        for sending in self._sending:
+            sending.wait()
+        self._sending = []
         pushed, self._pushed = self._pushed, {}
         self._final, self._late = {}, set()
         for index, (_, prints) in pushed.items():
@@ -124,6 +157,40 @@ class GradientOverlap:
                     "update_on_kvstore=False with trainer.allreduce_grads(), then your "
                     "change, then trainer.update(batch_size); or " + _FIX)
         return {index: pull for index, (pull, _) in pushed.items()}
+
+
+class _Buckets:
+    """The small gradients waiting to leave, per server, in the order they became final.
+
+    `small`: gradients of fewer bytes may wait (`kvstore.bucket_server` says which keys a
+    bucket can carry at all); `size`: a server's bucket leaves once it holds that many
+    bytes. `add` and `flush` send, and return [(index, PendingPull)] of what they sent.
+    """
+
+    def __init__(self, kvstore, small, size):
+        self._kv, self._small, self._size = kvstore, small, size
+        self._waiting = {}      # server -> [(index, grads, outs)]
+        self._bytes = {}        # server -> bytes waiting
+
+    def server_of(self, index):
+        """The server whose bucket takes parameter `index`'s gradient, or None."""
+        return self._kv.bucket_server(index, self._small)
+
+    def add(self, server, index, grads, outs):
+        self._waiting.setdefault(server, []).append((index, grads, outs))
+        nbytes = grads[0].size * np.dtype(grads[0].dtype).itemsize
+        self._bytes[server] = self._bytes.get(server, 0) + nbytes
+        return self._send(server) if self._bytes[server] >= self._size else []
+
+    def flush(self):
+        return [sent for server in list(self._waiting) for sent in self._send(server)]
+
+    def _send(self, server):
+        items = self._waiting.pop(server)
+        self._bytes.pop(server)
+        self._kv.push_bucket([(index, grads) for index, grads, _ in items])
+        pulls = self._kv.pull_bucket_later([(index, outs) for index, _, outs in items])
+        return [(index, pull) for (index, _, _), pull in zip(items, pulls)]
 
 
 def _fingerprint(grad):

@@ -38,6 +38,11 @@ rank finished (`kv.resume_state()`), starts every key's count there and pulls th
 weights of that step; as worker 0 it initializes keys and sends the optimizer, which the
 servers ignore where the lost process did so already. See docs/restarts.md.
 
+Buckets (`bucket_server`, `push_bucket`, `pull_bucket_later`): the small dense keys of one
+server pushed as one PUSH_MANY message and pulled with one PULL_MANY, so per-message
+costs are paid once for them (gluon/overlap.py gathers them); each key still counts its
+own round, and the servers merge each key as if it came alone.
+
 PS_RESEND=1 sends unanswered requests again (van.py, resender.py); a request's payload of
 64 KiB and more is the caller's or this store's buffer, which is reused only after the
 request's reply. Out of scope: '1bit' compression, and barriers that include the servers.
@@ -425,6 +430,21 @@ class KVStoreDist(KVStore):
     def push(self, key, value, priority=0):
         """Push values (one per device, summed here first) to the servers; returns once
         the arrays may be changed again."""
+        self._van.wait(self._start_push(key, value))
+
+    def push_nowait(self, key, value, priority=0):
+        """Start a push as `push` does and return at once, maybe before the servers have
+        read the arrays: a `PendingPush` whose `wait()` returns once they may change again
+        (until then they must not). For pushes made while backward runs (gluon/overlap.py):
+        a big gradient sent zero-copy travels while the caller computes.
+
+        >>> sent = kv.push_nowait(3, grad)      # ... more work; grad stays as it is ...
+        >>> sent.wait()                         # grad may change now
+        """
+        return PendingPush(self._van, self._start_push(key, value))
+
+    def _start_push(self, key, value):
+        """Send the pushes of `key`; the requests whose payload is the caller's memory."""
         pairs = [(self._info(k, v, "push to"), v)
                  for k, v in self._grouped(key, value, "push")]
         if not self._mode.sync and not self._optimizer_set:
@@ -447,7 +467,7 @@ class KVStoreDist(KVStore):
                 if any(v.stype != "default" for v in values):
                     values = [v.tostype("default") for v in values]
                 borrowed += self._push_one(info, values)
-            self._van.wait(borrowed)
+        return borrowed
 
     def _push_rows(self, info, values):
         """Send each server the rows of its range that the values touch (a push with no
@@ -660,6 +680,86 @@ class KVStoreDist(KVStore):
                                           f"pull from key {info.key!r}", on_reply=on_reply))
         return reqs
 
+    # ---- buckets ----------------------------------------------------------------------
+    def bucket_server(self, key, limit):
+        """The server of key `key` if a bucket may carry it, else None: a dense int key
+        held whole by one server, of fewer than `limit` bytes, that would not go through
+        shared memory, in a store without gradient compression."""
+        info = self._keys.get(key)
+        if info is None or info.row is not None or self._compressor is not None or \
+                len(info.parts) != 1 or not isinstance(key, int):
+            return None
+        server, _, n = info.parts[0]
+        nbytes = n * np.dtype(info.dtype).itemsize
+        return None if nbytes >= limit or self._shm_for(server, nbytes) else server
+
+    def push_bucket(self, items):
+        """Push the keys of `items` [(key, value or one value per device)], all of one
+        server (see `bucket_server`), in one message; as `push` per key, but sent when
+        this returns, the values copied.
+
+        >>> kv.push_bucket([(3, [g0, g1]), (4, [h0, h1])])
+        """
+        parts = []
+        with pause():
+            server = self._bucket_of(items, "push to")
+            for key, values in items:
+                values = values if isinstance(values, (list, tuple)) else [values]
+                info = self._info(key, values, "push to")
+                flat, _ = self._reduce(info, values)
+                info.pushes += 1
+                self._po.clock.saw_push(info.pushes)
+                # small frames are copied by pyzmq at send; a bigger one must not be the
+                # caller's (or this store's) buffer, which may change before zmq sent it
+                payload = flat if flat.nbytes < _ZERO_COPY_BYTES else flat.copy()
+                parts.append(Message(Cmd.PUSH, key=key, dtype=info.dtype,
+                                     shape=info.shape, version=info.pushes, offset=0,
+                                     length=info.size, payload=[payload]))
+            msg = Message.bucket_of(parts, store=self._store, flags=self._flags)
+            self._van.request(server_name(server), msg,
+                              f"push of the bucket of keys {[k for k, _ in items]}",
+                              background=True)
+
+    def pull_bucket_later(self, items):
+        """Start one pull of the keys of `items` [(key, out)], all of one server; returns
+        one `PendingPull` per key, as `pull_later` does (wait() makes the value visible).
+
+        >>> w3, w4 = kv.pull_bucket_later([(3, weight3), (4, weight4)])
+        """
+        server = self._bucket_of(items, "pull from")
+        laters, parts = [], []
+        for key, out in items:
+            outs = list(out) if isinstance(out, (list, tuple)) else [out]
+            info = self._info(key, outs, "pull from")
+            if info.later is not None:
+                info.later.wait()
+            info.later = PendingPull(self._van, info, outs)
+            laters.append(info.later)
+            parts.append(Message(Cmd.PULL, key=key, dtype=info.dtype, shape=info.shape,
+                                 version=info.pushes, offset=0, length=info.size))
+        msg = Message.bucket_of(parts, store=self._store, flags=self._flags)
+        req = self._van.request(server_name(server), msg,
+                                f"pull of the bucket of keys {[k for k, _ in items]}",
+                                on_reply=functools.partial(_share_bucket, laters))
+        for later in laters:
+            later.reqs = [req]
+        return laters
+
+    def _bucket_of(self, items, where):
+        """The one server of the bucket's keys; KVStoreError for a key no bucket takes."""
+        keys = [k for k, _ in items]
+        servers = {self.bucket_server(k, float("inf")) for k in keys}
+        if len(set(keys)) != len(keys):
+            raise KVStoreError(f"{where} a bucket of keys {keys}: a key appears twice; a "
+                               "bucket holds each key once")
+        if not items or None in servers or len(servers) != 1:
+            raise KVStoreError(
+                f"{where} a bucket of keys {keys}: a bucket takes initialized dense int "
+                "keys held whole by one server, the same for all, that do not travel "
+                "through shared memory, in a store without compression "
+                "(kv.bucket_server(key, limit) says which); push or pull the others alone")
+        return servers.pop()
+
     # ---- optimizer ------------------------------------------------------------------
     def set_optimizer(self, optimizer):
         """Run `optimizer` on the servers (worker 0 sends it; all workers then meet at a
@@ -786,6 +886,22 @@ class KVStoreDist(KVStore):
         return out
 
 
+class PendingPush:
+    """A push in flight (`KVStoreDist.push_nowait`): `wait()` returns once the pushed
+    arrays may change again (the servers have read what was sent from them)."""
+
+    __slots__ = ("_van", "_reqs")
+
+    def __init__(self, van, reqs):
+        self._van, self._reqs = van, reqs
+
+    def wait(self):
+        """Wait (within the kvstore's deadline); a second call does nothing."""
+        if self._reqs:
+            self._van.wait(self._reqs)
+            self._reqs = []
+
+
 class PendingPull:
     """A pull in flight (`KVStoreDist.pull_later`): `wait()` makes its outs hold the value.
     The replies are kept as they come (a message, or the pull segment the server wrote)
@@ -800,6 +916,10 @@ class PendingPull:
     def keep(self, part, seg, reply):
         """on_reply of part `part`: hold the reply until `wait`."""
         self._replies[part] = (seg, reply)
+
+    @property
+    def key(self):
+        return self._info.key
 
     @property
     def done(self):
@@ -822,6 +942,10 @@ class PendingPull:
             else:
                 outs = outs[1:]
             for part, (_, off, n) in enumerate(info.parts):
+                if part not in self._replies:     # a bucket's failed pull, raised before
+                    raise KVStoreError(f"pull from key {info.key!r}: no value came; the "
+                                       "pull of its bucket failed (the error was raised "
+                                       "by the wait for another key of it)")
                 seg, reply = self._replies[part]
                 _fill(dest[off:off + n], info.key, seg, reply)
             for arr in outs:
@@ -829,6 +953,18 @@ class PendingPull:
         self._outs = self._replies = None
         if self._info.later is self:
             self._info.later = None
+
+
+def _share_bucket(laters, reply):
+    """on_reply of a bucket's pull: each key's VALUE to its PendingPull."""
+    values = reply.bucket() if reply.cmd == Cmd.VALUES else None
+    keys = [later.key for later in laters]
+    if values is None or [v.key for v in values] != keys:
+        raise KVStoreError(f"pull of the bucket of keys {keys}: the server answered "
+                           f"{reply!r} ({[v.key for v in values or ()]}), expected the "
+                           "values of these keys")
+    for later, value in zip(laters, values):
+        later.keep(0, None, value)
 
 
 def _rows_on_host(rsp, info):

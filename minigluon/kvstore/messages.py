@@ -16,6 +16,7 @@ lives in one place:
     SET_STATES          StatesBlob     16-byte job token + Updater.get_states() bytes
     SHM_PROBE, SHM PUSH/PULL  SegmentName  ascii name of a shared-memory segment
     ROW_SPARSE PUSH/PULL  RowIds   little-endian int64 row ids, sorted and unique
+    PUSH_MANY, PULL_MANY, VALUES  BucketTable  one binary row per key of a bucket
     BYTES to SHM_PROBE  ProbeToken     the 16 bytes read from the probe segment
     ERROR               Text           utf-8 text
 
@@ -39,8 +40,8 @@ from .base import KVStoreError
 
 __all__ = ["BodyError", "Registration", "NodeTable", "NodeLost", "WorkerJoined",
            "ResumePoint", "Abort", "LearningRate",
-           "OptimizerBlob", "StatesBlob", "SegmentName", "ProbeToken", "RowIds", "Text", "BODIES",
-           "TOKEN_BYTES"]
+           "OptimizerBlob", "StatesBlob", "SegmentName", "ProbeToken", "RowIds", "BucketEntry",
+           "BucketTable", "Text", "BODIES", "TOKEN_BYTES"]
 
 TOKEN_BYTES = 16          # the job token (scheduler.py) and the shared-memory probe token
 _FLOAT64 = struct.Struct("<d")
@@ -419,6 +420,74 @@ class RowIds:
 
 
 @dataclass(frozen=True, slots=True)
+class BucketEntry:
+    """One key of a bucket: what the header of a one-key PUSH, PULL or VALUE says of it
+    (`code`: the wire dtype code, checked by wire.py, which knows the codes)."""
+    key: int
+    code: int
+    shape: tuple
+    version: int
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class BucketTable:
+    """The first frame of a PUSH_MANY, PULL_MANY or VALUES: the keys of the bucket, in
+    the order of the array frames that follow (PUSH_MANY, VALUES). Per key, little-endian:
+    int64 key, uint8 dtype code, uint8 ndim, int64 version, offset and length, then ndim
+    int64 dims; a uint32 count first. Keys are unique; at most MAX_KEYS of them."""
+    entries: tuple
+
+    LABEL = "bucket table (PUSH_MANY, PULL_MANY or VALUES)"
+    MAX_KEYS = 4096
+    MAX_NDIM = 32
+    _COUNT = struct.Struct("<I")
+    _ROW = struct.Struct("<qBBqqq")
+
+    def encode(self):
+        out = [self._COUNT.pack(len(self.entries))]
+        for e in self.entries:
+            out.append(self._ROW.pack(e.key, e.code, len(e.shape), e.version, e.offset,
+                                      e.length))
+            out.append(struct.pack(f"<{len(e.shape)}q", *e.shape))
+        return b"".join(out)
+
+    @classmethod
+    def decode(cls, body):
+        body = bytes(body)
+        if len(body) < cls._COUNT.size:
+            raise _fail(cls.LABEL, f"{len(body)} bytes, shorter than its key count")
+        count, = cls._COUNT.unpack_from(body)
+        if not 0 < count <= cls.MAX_KEYS:
+            raise _fail(cls.LABEL, f"{count} keys; a bucket has 1 to {cls.MAX_KEYS}")
+        entries, at = [], cls._COUNT.size
+        for _ in range(count):
+            entry, at = cls._entry(body, at)
+            entries.append(entry)
+        if at != len(body):
+            raise _fail(cls.LABEL, f"{len(body) - at} bytes after the last of {count} keys")
+        if len({e.key for e in entries}) != count:
+            raise _fail(cls.LABEL, "a key appears twice; a bucket holds each key once")
+        return cls(tuple(entries))
+
+    @classmethod
+    def _entry(cls, body, at):
+        if len(body) < at + cls._ROW.size:
+            raise _fail(cls.LABEL, f"cut short at byte {len(body)} inside a key's row")
+        key, code, ndim, version, offset, length = cls._ROW.unpack_from(body, at)
+        at += cls._ROW.size
+        if ndim > cls.MAX_NDIM or len(body) < at + 8 * ndim:
+            raise _fail(cls.LABEL, f"key {key}: ndim {ndim} (at most {cls.MAX_NDIM}) does "
+                                   "not fit the bytes left")
+        shape = struct.unpack_from(f"<{ndim}q", body, at)
+        if min(shape + (version, offset, length), default=0) < 0:
+            raise _fail(cls.LABEL, f"key {key}: negative shape {shape}, version {version}, "
+                                   f"offset {offset} or length {length}")
+        return BucketEntry(key, code, tuple(shape), version, offset, length), at + 8 * ndim
+
+
+@dataclass(frozen=True, slots=True)
 class Text:
     """ERROR: what went wrong, as text (undecodable bytes are replaced, never refused)."""
     text: str
@@ -434,4 +503,4 @@ class Text:
 
 
 BODIES = (Registration, NodeTable, NodeLost, WorkerJoined, ResumePoint, Abort, LearningRate, OptimizerBlob, StatesBlob,
-          SegmentName, ProbeToken, RowIds, Text)
+          SegmentName, ProbeToken, RowIds, BucketTable, Text)

@@ -160,7 +160,8 @@ class KVServer:
             Cmd.PULL: self._pull, Cmd.SET_OPTIMIZER: self._set_optimizer,
             Cmd.GET_STATES: self._get_states, Cmd.SET_STATES: self._set_states,
             Cmd.SHM_PROBE: self._shm_probe, Cmd.SET_LR: self._set_lr,
-            Cmd.RESUME: self._resume,
+            Cmd.RESUME: self._resume, Cmd.PUSH_MANY: self._push_many,
+            Cmd.PULL_MANY: self._pull_many,
         }
         self._segments = {}            # name -> Segment: the workers' shared memory
         self._workers = {}             # identity -> rank of the job's workers
@@ -289,12 +290,16 @@ class KVServer:
         self.van.reply(identity, Message(Cmd.BYTES, req=msg.req, payload=[point.encode()]))
 
     def _refuse(self, identity, msg, text):
+        if isinstance(identity, _BucketPull):        # one key of a bucket: the whole of it
+            identity.refuse(text)
+            return
         self._complaints.warning("refused %r from %r: %s", msg, identity, text)
         body = Text(f"{self.van.label[1:-1]}: {text}").encode()
         self.van.reply(identity, Message(Cmd.ERROR, req=msg.req, payload=[body]))
 
     def _ack(self, identity, msg):
-        self.van.reply(identity, Message(Cmd.ACK, req=msg.req))
+        if identity is not None:            # None: a key of a bucket, acknowledged whole
+            self.van.reply(identity, Message(Cmd.ACK, req=msg.req))
 
     def _worker_lost(self, msg):
         """dist_async went on without a worker: refuse what would wait for it forever."""
@@ -391,10 +396,11 @@ class KVServer:
         self._ack(identity, msg)
 
     # ---- push -------------------------------------------------------------------------
-    def _push(self, identity, msg):
+    def _push(self, identity, msg, state=None):
         """Take a push: acknowledged on arrival, or once read when it is in the worker's
-        shared memory (the worker reuses the segment after the reply)."""
-        state = self._state(msg, "push to")
+        shared memory (the worker reuses the segment after the reply). A key of a bucket
+        comes with its `state` checked and no identity (the bucket is acknowledged)."""
+        state = self._state(msg, "push to") if state is None else state
         if self._restartable and self._repeated_push(state, msg):
             self._ack(identity, msg)
             return
@@ -488,6 +494,9 @@ class KVServer:
             self._refuse(identity, msg, f"pull from key {msg.key!r}: the update of round "
                                         f"{msg.version} failed: {state.failed[1]}")
             return
+        if isinstance(identity, _BucketPull):        # dest: the key's place in the bucket
+            identity.answer(dest, state, msg, state.value)
+            return
         self._send_value(state, identity, msg, dest)
 
     def _merge(self, state, entries):
@@ -552,7 +561,51 @@ class KVServer:
             raise _Refused(f"pull from key {msg.key!r}: round {msg.version} is gone (the "
                            f"key is at round {state.round}, and only round "
                            f"{state.round - 1} is kept for a restarted worker)")
+        if isinstance(identity, _BucketPull):
+            identity.answer(dest, state, msg, state.prev)
+            return
         self._send_value(state, identity, msg, dest, state.prev)
+
+    # ---- buckets: several small keys in one message -------------------------------------
+    def _push_many(self, identity, msg):
+        """A bucket of pushes: each key is taken as its own PUSH would be (the same
+        per-key, per-round merge and restart dedupe); one ACK for all. Every key is
+        checked before any is taken, so a bad bucket changes nothing."""
+        parts = msg.bucket()
+        states = [self._state(part, "push to") for part in parts]
+        for part, state in zip(parts, states):
+            self._check_round(state, part)
+        for part, state in zip(parts, states):
+            self._push(None, part, state)
+        self._ack(identity, msg)
+
+    def _check_round(self, state, msg):
+        """A dist_sync push of a round this worker already pushed is refused."""
+        if not state.mode.sync or (self._restartable and
+                                   msg.version <= state.held.get(msg.sender, 0)):
+            return                       # (a restart's repeat is dropped, not refused)
+        pushed = state.pushes if msg.version == state.round + 1 else \
+            state.ahead.get(msg.version, [])
+        if msg.version <= state.round or any(e[0].sender == msg.sender for e in pushed):
+            raise _Refused(f"push to key {msg.key!r}: worker {msg.sender} pushed round "
+                           f"{msg.version} twice")
+
+    def _pull_many(self, identity, msg):
+        """A bucket of pulls: one VALUES reply once every key has the round asked for."""
+        parts = msg.bucket()
+        states = [self._state(part, "pull from") for part in parts]
+        bucket = _BucketPull(self, identity, msg, len(parts))
+        try:
+            for index, (part, state) in enumerate(zip(parts, states)):
+                if state.mode.sync and part.version > state.round:
+                    state.pulls.append((bucket, part, index))
+                elif state.mode.sync and part.version < state.round and \
+                        state.prev is not None:
+                    self._send_previous(state, bucket, part, index)
+                else:
+                    self._answer_pull(state, bucket, part, index)
+        except _Refused as err:         # keys already waiting answer a refused bucket
+            bucket.refuse(str(err))
 
     def _send_value(self, state, identity, msg, dest, value=None):
         """Answer a pull: copy into the worker's segment, or send the value zero-copy
@@ -638,3 +691,32 @@ class KVServer:
         updater.set_states(body.blob)
         self._ack(identity, msg)
 
+
+class _BucketPull:
+    """A PULL_MANY waiting for its keys' rounds: each key's value is copied in as it is
+    answered (small arrays: the key may change before the last one comes), and one
+    VALUES goes out with all of them; a refused key refuses the whole bucket."""
+
+    def __init__(self, server, identity, msg, count):
+        self.server, self.identity, self.msg = server, identity, msg
+        self.parts, self.left, self.refused = [None] * count, count, False
+
+    def answer(self, index, state, msg, value):
+        if self.refused:
+            return
+        version = state.round - 1 if value is state.prev else state.round
+        self.parts[index] = Message(Cmd.VALUE, key=state.key, dtype=state.dtype,
+                                    shape=state.shape, version=version,
+                                    offset=state.offset, length=state.length,
+                                    payload=[value.copy()])
+        self.server.pull_bytes += value.nbytes
+        self.left -= 1
+        if self.left == 0:
+            reply = Message.bucket_of(self.parts, store=self.msg.store)
+            reply.req = self.msg.req
+            self.server.van.reply(self.identity, reply)
+
+    def refuse(self, text):
+        if not self.refused:
+            self.refused = True
+            self.server._refuse(self.identity, self.msg, text)

@@ -36,7 +36,7 @@ from .wire import Cmd, Flag, Message, WireError, header_flags
 __all__ = ["Van", "TimeoutError", "JobAbortedError", "node_logger", "unlink_ipc_files"]
 
 _LOG = logging.getLogger("minigluon.kvstore")
-_REPLIES = (Cmd.ACK, Cmd.VALUE, Cmd.BYTES, Cmd.ERROR)
+_REPLIES = (Cmd.ACK, Cmd.VALUE, Cmd.BYTES, Cmd.ERROR, Cmd.VALUES)
 _COPY_BELOW = 65536        # pyzmq copies smaller frames at send; a resend needs its own copy
 _trust_noted = False
 _IPC_FILES = set()         # socket files of this process's ipc:// binds

@@ -13,9 +13,13 @@ carries no frame). With the ROW_SPARSE flag, a PUSH carries two frames, the row 
 those rows, a PULL one frame of row ids, and its VALUE reply the values of those rows;
 an INIT with the flag carries the ids and values of the rows the initial value stores, as
 a PUSH does (every other row starts at zero), and an INIT_WAIT with the flag says that the
-key is row_sparse. With the AUTH flag, one more frame follows the payload: the job nonce
-and an HMAC-SHA256 of the message (auth.py); the van checks and removes it before
-`decode`.
+key is row_sparse. A bucket (PUSH_MANY, PULL_MANY and its VALUES reply) carries several
+small keys of one server in one message: a `BucketTable` body (messages.py) names each
+key as a one-key header would, then (PUSH_MANY, VALUES) one array frame per key;
+`Message.bucket()` splits it into the one-key messages it stands for, checked as those
+are, and `Message.bucket_of` builds one. With the AUTH flag, one more frame follows the
+payload: the job nonce and an HMAC-SHA256 of the message (auth.py); the van checks and
+removes it before `decode`.
 
 `Message.decode` checks everything a peer could get wrong (magic, version, command, dtype
 code, sizes, payload length against shape and slice) and raises `WireError`; a server or
@@ -34,7 +38,7 @@ import struct
 import numpy as np
 
 from .base import KVStoreError
-from .messages import RowIds, SegmentName, Text
+from .messages import BodyError, BucketEntry, BucketTable, RowIds, SegmentName, Text
 
 __all__ = ["Cmd", "Flag", "Message", "WireError", "header_flags", "payload_kind", "words_for"]
 
@@ -77,11 +81,14 @@ class Cmd(enum.IntEnum):
     SET_LR = 18        # payload: LearningRate, the store optimizer's new rate
     RESUME = 19        # a replacement worker asks what its rank pushed; reply BYTES:
                        # ResumePoint (messages.py)
+    PUSH_MANY = 30     # the pushes of several small keys of one server (a bucket)
+    PULL_MANY = 31     # the pulls of several keys of one server; reply VALUES
     # replies
     ACK = 20
     VALUE = 21         # payload: array
     BYTES = 22         # payload: bytes
     ERROR = 23         # payload: Text
+    VALUES = 24        # payload: BucketTable, then each key's array
 
 
 class Flag(enum.IntFlag):
@@ -96,7 +103,7 @@ class Flag(enum.IntFlag):
     ROW_SPARSE = 64      # row_sparse key (INIT, INIT_WAIT); rows only (PUSH, PULL, VALUE)
 
 
-_ARRAY, _BYTES, _NONE = "array", "bytes", "none"
+_ARRAY, _BYTES, _NONE, _BUCKET = "array", "bytes", "none", "bucket"
 _PAYLOAD = {
     Cmd.REGISTER: _BYTES, Cmd.BARRIER: _NONE, Cmd.FINALIZE: _NONE, Cmd.EXIT: _NONE,
     Cmd.ABORT: _BYTES, Cmd.HEARTBEAT: _NONE, Cmd.NODE_LOST: _BYTES, Cmd.INIT: _ARRAY,
@@ -104,8 +111,11 @@ _PAYLOAD = {
     Cmd.PUSH: _ARRAY, Cmd.PULL: _NONE, Cmd.SET_OPTIMIZER: _BYTES, Cmd.GET_STATES: _NONE,
     Cmd.SET_STATES: _BYTES, Cmd.SHM_PROBE: _BYTES, Cmd.SET_LR: _BYTES, Cmd.ACK: _NONE,
     Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES, Cmd.ERROR: _BYTES, Cmd.WORKER_JOINED: _BYTES,
-    Cmd.RESUME: _NONE,
+    Cmd.RESUME: _NONE, Cmd.PUSH_MANY: _BUCKET, Cmd.PULL_MANY: _BUCKET, Cmd.VALUES: _BUCKET,
 }
+# what a bucket's one-key messages are; bucket messages allow none of these flags
+_ONE_KEY = {Cmd.PUSH_MANY: Cmd.PUSH, Cmd.PULL_MANY: Cmd.PULL, Cmd.VALUES: Cmd.VALUE}
+_BUCKET_OF = {one: many for many, one in _ONE_KEY.items()}
 # A command without an entry would reach `_check_payload` as a KeyError inside the server's
 # receive loop: refuse to load instead, so the omission shows in the first test run.
 _UNDESCRIBED = [c.name for c in Cmd if c not in _PAYLOAD]
@@ -127,7 +137,7 @@ def header_flags(frames):
 
 
 def payload_kind(cmd):
-    """'array', 'bytes' or 'none': what the payload frames of `cmd` hold."""
+    """'array', 'bytes', 'none' or 'bucket': what the payload frames of `cmd` hold."""
     return _PAYLOAD[cmd]
 
 
@@ -245,6 +255,42 @@ class Message:
             return ids, None
         return ids, self.array(1).reshape(ids.size, row_length(self.shape))
 
+    def bucket(self):
+        """The one-key messages (PUSH, PULL or VALUE) a PUSH_MANY, PULL_MANY or VALUES
+        stands for, with its store, sender, request id and flags, each checked as a
+        received one-key message is; BodyError names the key that is wrong."""
+        table = BucketTable.decode(self.body())
+        one, frames = _ONE_KEY[self.cmd], self.payload[1:]
+        want = 0 if one == Cmd.PULL else len(table.entries)
+        if len(frames) != want:
+            raise BodyError(f"bad {BucketTable.LABEL} body: {len(table.entries)} keys "
+                            f"need {want} array frames after the table, got {len(frames)}")
+        parts = []
+        for i, entry in enumerate(table.entries):
+            part = Message(one, key=entry.key, flags=self.flags, shape=entry.shape,
+                           store=self.store, sender=self.sender, req=self.req,
+                           version=entry.version, offset=entry.offset, length=entry.length,
+                           payload=frames[i:i + 1] if want else [])
+            try:
+                part.dtype = _decode_dtype(entry.code)
+                _check_payload(part)
+            except WireError as err:
+                raise BodyError(f"bad {BucketTable.LABEL} body: key {entry.key}: {err}") \
+                    from None
+            parts.append(part)
+        return parts
+
+    @classmethod
+    def bucket_of(cls, parts, store=0, flags=Flag.NONE):
+        """One PUSH_MANY, PULL_MANY or VALUES for one-key messages `parts` (all PUSH, PULL
+        or VALUE, int keys, array payloads in memory)."""
+        cmd = _BUCKET_OF[parts[0].cmd]
+        table = BucketTable(tuple(
+            BucketEntry(int(p.key), dtype_code(p.dtype), tuple(p.shape), p.version,
+                        p.offset, p.length) for p in parts))
+        frames = [] if cmd == Cmd.PULL_MANY else [p.payload[0] for p in parts]
+        return cls(cmd, store=store, flags=flags, payload=[table.encode()] + frames)
+
     def segment(self):
         """The shared-memory segment name of a SHM message."""
         return SegmentName.decode(self.body()).name
@@ -306,8 +352,13 @@ def _check_payload(msg):
     if msg.flags & Flag.SHM and msg.cmd in (Cmd.PUSH, Cmd.PULL, Cmd.VALUE):
         _check_shm(msg)
         return
-    kind = _PAYLOAD[msg.cmd]
+    kind = _PAYLOAD.get(msg.cmd)
     count = len(msg.payload)
+    if kind is None:           # a command added without its entry in _PAYLOAD
+        raise WireError(f"{msg.cmd.name}: this wire version has no payload rule for it")
+    if kind == _BUCKET:
+        _check_bucket(msg)
+        return
     if kind == _NONE and count:
         raise WireError(f"{msg.cmd.name} carries no payload, got {count} frames")
     if kind == _BYTES and count != 1:
@@ -318,6 +369,20 @@ def _check_payload(msg):
         _check_slice(msg)
     if msg.flags & Flag.ROW_SPARSE and msg.cmd == Cmd.INIT_WAIT:
         _check_row_slice(msg, f"{msg.cmd.name} of row_sparse key {msg.key!r}")
+
+
+def _check_bucket(msg):
+    """The frame of a bucket's table is there and the flags are a plain message's; the
+    keys themselves are checked by `Message.bucket()` (a BodyError a server answers)."""
+    odd = msg.flags & (Flag.SHM | Flag.ROW_SPARSE | Flag.COMPRESSED_2BIT | Flag.KEY_STR)
+    if odd:
+        raise WireError(f"{msg.cmd.name}: flags {Flag(odd)!r} are not for buckets (they "
+                        "carry small dense keys over the socket, uncompressed)")
+    if not msg.payload:
+        raise WireError(f"{msg.cmd.name} needs a bucket table frame, got no payload")
+    if msg.cmd == Cmd.PULL_MANY and len(msg.payload) != 1:
+        raise WireError(f"PULL_MANY carries only its bucket table, got "
+                        f"{len(msg.payload)} frames")
 
 
 def _check_shm(msg):

@@ -3,10 +3,13 @@ node, as MXNet's CachedOp does for hybridized blocks.
 
 Running a step calls the same op function as the imperative path (so results are the same),
 but on raw arrays: no NDArray wrappers, no per-op context checks, no per-op tape nodes.
-Backward replays the steps' closures in reverse. Before the first run, `rewrite.optimize`
-reorders steps where that gives the same values with less work; a watched run (an op hook,
-see op_hook.py) runs the steps as traced instead, so that each value it reports is the one
-its node computes.
+Backward replays the steps' closures in reverse; an input's gradient is complete once the
+earliest step that reads it has run, and the tape is told so then (`on_input_final`), so a
+hook on a parameter of the last layers runs before the graph's first layers' backward (a
+Trainer pushes that gradient while the rest of backward runs). Before the first run,
+`rewrite.optimize` reorders steps where that gives the same values with less work; a
+watched run (an op hook, see op_hook.py) runs the steps as traced instead, so that each
+value it reports is the one its node computes.
 
 A CachedGraph is also the operator `_CachedOp` (registered below): the node that
 `autograd.get_symbol` makes for a hybridized call, which `Symbol.eval` can run again.
@@ -53,6 +56,7 @@ class CachedGraph:
         self.num_slots = next_slot
         self.output_slots = [slot[(id(node), idx)] for node, idx in symbol._outputs]
         self.steps = rewrite.optimize(self.traced_steps, self.output_slots)
+        self._final_at = {}     # id(steps) -> (steps, {step index: input slots})
 
     @property
     def num_outputs(self):
@@ -106,11 +110,13 @@ class CachedGraph:
         need = self._slots_needing_grad(
             [isinstance(x, NDArray) and autograd.needs_grad(x) for x in inputs], steps)
 
-        def backward(*out_grads):
-            return self._backward(ctx.xp, steps, values, closures, out_grads, need)
+        def backward(*out_grads, on_input_final=None):
+            return self._backward(ctx.xp, steps, values, closures, out_grads, need,
+                                  on_input_final)
         arrays = [x if isinstance(x, NDArray) else None for x in inputs]
         node = autograd.Node("CachedGraph", backward, arrays,
                              [(o.shape, o._data.dtype, ctx) for o in outputs])
+        node.reports_final = True
         # the call as an operator, so that autograd.get_symbol can rebuild it
         node.call = (_CACHED_OP, arrays, (), {"graph": self}, None)
         for i, o in enumerate(outputs):
@@ -124,33 +130,64 @@ class CachedGraph:
                 need[first:first + count] = [True] * count
         return need
 
-    def _backward(self, xp, steps, values, closures, out_grads, need):
+    def _inputs_final_at(self, steps):
+        """{step index: the input slots whose earliest reader is that step}: walking the
+        steps backward, such an input's gradient is complete once that step has run.
+        Slots are listed in the order the step reads them (the tape's order too)."""
+        known = self._final_at.get(id(steps))
+        if known is not None and known[0] is steps:
+            return known[1]
+        first = {}
+        for index, (_, refs, _, _, _) in enumerate(steps):
+            for kind, ref in refs:
+                if kind == "slot" and ref < self.num_inputs:
+                    first.setdefault(ref, index)
+        final_at = {}
+        for ref, index in first.items():
+            final_at.setdefault(index, []).append(ref)
+        self._final_at[id(steps)] = (steps, final_at)
+        return final_at
+
+    def _backward(self, xp, steps, values, closures, out_grads, need, on_input_final=None):
+        """The inputs' gradients (None where none reached one). With `on_input_final(input
+        position, gradient)`, each input's gradient is offered as soon as it is complete;
+        one taken (True) is left out of the result (None there)."""
         grads = [None] * self.num_slots
         for s, g in zip(self.output_slots, out_grads):
             grads[s] = g if grads[s] is None else grads[s] + g
-        for (op, refs, attrs, first, count), closure in zip(reversed(steps),
-                                                            reversed(closures)):
-            outs = grads[first:first + count]
-            grads[first:first + count] = [None] * count     # free them as we go
-            if closure is None or not need[first] or all(g is None for g in outs):
-                continue
-            outs = [autograd.dense_grad(g, xp) if g is not None else
-                    xp.zeros(values[first + k].shape, values[first + k].dtype)
-                    for k, g in enumerate(outs)]
-            kwargs = {"need": tuple(kind == "slot" and need[ref] for kind, ref in refs)} \
-                if op.takes_need else {}
-            if profiler._running:
-                in_grads = profiler.timed(f"{op.name}_backward", "symbolic", closure, *outs,
-                                          **kwargs)
-            else:
-                in_grads = closure(*outs, **kwargs)
-            for (kind, ref), g in zip(refs, in_grads):
-                if kind != "slot" or g is None or not need[ref]:
-                    continue
-                g = _fit_raw(g, values[ref])
-                # an Embedding's row_sparse weight gradient stays sparse (autograd.sum_grads)
-                grads[ref] = g if grads[ref] is None else autograd.sum_grads(grads[ref], g, xp)
+        final_at = self._inputs_final_at(steps) if on_input_final is not None else {}
+        for index in range(len(steps) - 1, -1, -1):
+            self._step_backward(xp, steps[index], closures[index], values, grads, need)
+            for ref in final_at.get(index, ()):
+                if grads[ref] is not None and on_input_final(ref, grads[ref]):
+                    grads[ref] = None
         return [grads[i] for i in range(self.num_inputs)]
+
+    @staticmethod
+    def _step_backward(xp, step, closure, values, grads, need):
+        """Run one step's backward: its output gradients (taken from `grads`) become
+        contributions added into its inputs' slots."""
+        op, refs, attrs, first, count = step
+        outs = grads[first:first + count]
+        grads[first:first + count] = [None] * count     # free them as we go
+        if closure is None or not need[first] or all(g is None for g in outs):
+            return
+        outs = [autograd.dense_grad(g, xp) if g is not None else
+                xp.zeros(values[first + k].shape, values[first + k].dtype)
+                for k, g in enumerate(outs)]
+        kwargs = {"need": tuple(kind == "slot" and need[ref] for kind, ref in refs)} \
+            if op.takes_need else {}
+        if profiler._running:
+            in_grads = profiler.timed(f"{op.name}_backward", "symbolic", closure, *outs,
+                                      **kwargs)
+        else:
+            in_grads = closure(*outs, **kwargs)
+        for (kind, ref), g in zip(refs, in_grads):
+            if kind != "slot" or g is None or not need[ref]:
+                continue
+            g = _fit_raw(g, values[ref])
+            # an Embedding's row_sparse weight gradient stays sparse (autograd.sum_grads)
+            grads[ref] = g if grads[ref] is None else autograd.sum_grads(grads[ref], g, xp)
 
 
 @registry.register("_CachedOp", inputs=(), variadic=True, takes_need=True)

@@ -1,6 +1,7 @@
 """Gradients pushed while backward runs (gluon/overlap.py) on real dist_sync jobs: the
-parameters after a few LeNet steps are bit-identical with overlap on and off, pushes
-really leave from backward, gradients that may still change are left to step, and what
+parameters after a few LeNet steps (imperative and hybridized) are bit-identical with
+overlap on and off, pushes really leave from backward (inside a hybridized graph's
+backward too, last layer first), gradients that may still change are left to step, and what
 overlap cannot take back is a clear OverlapError."""
 import pytest
 
@@ -14,10 +15,12 @@ STEPS, BATCH = 3, 8
 ctxs = [mx.cpu(0), mx.cpu(1)]
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
-def make(overlap, grad_req):
+def make(overlap, grad_req, hybridize):
     mx.random.seed(0)
     net = vision.lenet(classes=10)
     net.initialize(mx.init.Xavier(), ctx=ctxs)
+    if hybridize:
+        net.hybridize()
     net(nd.zeros((2, 1, 28, 28), ctx=ctxs[0]))
     net.collect_params().setattr('grad_req', grad_req)
     trainer = gluon.Trainer(net.collect_params(), 'sgd',
@@ -40,10 +43,20 @@ def backward(net, x, y, retain):
     for loss in losses:                       # one backward per device
         loss.backward(retain_graph=retain)
 
+def probe_first_layer(net, trainer, seen):
+    # when the first layer's weight is final on the last device, how many parameters
+    # were pushed already (inside a hybridized graph too: all the later layers')
+    first = list(net.collect_params().values())[0]
+    count = lambda: sum(trainer._overlap.pushed(i) for i in range(len(trainer._params)))
+    autograd.register_post_accumulate_grad_hook(first.list_data()[-1],
+                                                lambda v: seen.append(count()))
+
 def train(overlap, how):
-    net, trainer = make(overlap, 'add' if how == 'add' else 'write')
-    early = 0
+    net, trainer = make(overlap, 'add' if how == 'add' else 'write', how == 'hybrid')
+    early, seen = 0, []
     for t in range(STEPS):
+        if t == 1 and trainer._overlap is not None:   # the store exists from step 1
+            probe_first_layer(net, trainer, seen)
         backward(net, *batch(t, 0), retain=(how == 'retain'))
         if how == 'add':                      # two micro-batches per step
             backward(net, *batch(t, 1), retain=False)
@@ -57,12 +70,12 @@ def train(overlap, how):
         values = [d.asnumpy() for d in p.list_data()]
         assert all((v == values[0]).all() for v in values), p.name
         digest.update(values[0].tobytes())
-    return digest.hexdigest(), early
+    return digest.hexdigest(), early, seen
 
 kv = mx.kv.create('dist_sync')
 W, r = kv.num_workers, kv.rank
 out = {}
-for how in ('write', 'add', 'retain'):
+for how in ('write', 'hybrid', 'add', 'retain'):
     for overlap in (True, False):
         out[f'{how}_{int(overlap)}'] = train(overlap, how)
 report(rank=r, **out)
@@ -75,14 +88,18 @@ def test_overlap_on_and_off_give_bit_identical_lenets(tmp_path, update_on_kvstor
     results, _ = run_job(tmp_path, code, workers=2, servers=1)
     params = 8                                       # LeNet: 4 layers, weight and bias
     for res in results:
-        for how in ("write", "add", "retain"):
+        for how in ("write", "hybrid", "add", "retain"):
             assert res[f"{how}_1"][0] == res[f"{how}_0"][0], (how, res)   # bit-identical
             assert res[f"{how}_0"][1] == 0
         # every push left early, from the second step on (the first creates the store)
-        assert res["write_1"][1] == 2 * params
+        assert res["write_1"][1] == res["hybrid_1"][1] == 2 * params
+        # the hybridized graph's backward pushed the later layers before the first one's
+        # weight was final (its hook pushes it: 7 of 8), as operator by operator
+        assert res["hybrid_1"][2] == res["write_1"][2] == [params - 1] * 2, res
         assert res["add_1"][1] == 0                  # accumulated: pushed by step
         assert res["retain_1"][1] == 0               # a retained graph: pushed by step
     assert results[0]["write_1"][0] == results[1]["write_1"][0]    # workers agree
+    assert results[0]["hybrid_1"][0] == results[1]["hybrid_1"][0]
 
 
 REFUSED = """

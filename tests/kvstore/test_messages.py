@@ -9,11 +9,11 @@ import time
 import numpy as np
 import pytest
 
-from minigluon.kvstore.messages import (BODIES, Abort, BodyError, LearningRate, NodeLost,
-                                        NodeTable, OptimizerBlob, ProbeToken, Registration,
-                                        ResumePoint, RowIds, SegmentName, StatesBlob, Text,
-                                        WorkerJoined)
-from minigluon.kvstore.wire import Cmd, Message
+from minigluon.kvstore.messages import (BODIES, Abort, BodyError, BucketEntry, BucketTable,
+                                        LearningRate, NodeLost, NodeTable, OptimizerBlob,
+                                        ProbeToken, Registration, ResumePoint, RowIds,
+                                        SegmentName, StatesBlob, Text, WorkerJoined)
+from minigluon.kvstore.wire import Cmd, Flag, Message, WireError, payload_kind
 
 TOKEN = bytes(range(16))
 LOST = {"role": "worker", "rank": 1, "pid": 4242, "address": "127.0.0.1"}
@@ -39,6 +39,9 @@ SAMPLES = {
     SegmentName: [SegmentName("mgkv-123-0123456789abcdef-00")],
     ProbeToken: [ProbeToken(TOKEN)],
     RowIds: [RowIds(np.array([0, 3, 7, 2 ** 40], np.int64)), RowIds(np.array([], np.int64))],
+    BucketTable: [BucketTable((BucketEntry(3, 1, (2, 5), 7, 0, 10),
+                               BucketEntry(2 ** 40, 2, (), 0, 0, 1))),
+                  BucketTable((BucketEntry(0, 3, (4, 1, 2), 1, 2, 6),))],
     Text: [Text("[server 0]: push to key 3: shape (2,) does not match — help: init first")],
 }
 
@@ -125,6 +128,58 @@ def test_wire_text_and_segment_read_the_bodies():
     msg = Message.decode(Message(Cmd.ERROR, payload=[Text("bad \u2603").encode()]).encode())
     assert msg.text() == "bad \u2603"
     assert Message(Cmd.SHM_PROBE, payload=[b"mgkv-\xff"]).segment() == "mgkv-\ufffd"
+
+
+def _bucket(cmd, specs, version=1):
+    """A bucket message of one-key messages for [(key, shape, dtype)], encoded and decoded
+    as a receiver gets it."""
+    parts = [Message(cmd, key=k, dtype=dt, shape=shape, version=version, offset=0,
+                     length=int(np.prod(shape)),
+                     payload=[np.arange(int(np.prod(shape)), dtype=dt)] if cmd != Cmd.PULL
+                     else []) for k, shape, dt in specs]
+    frames = Message.bucket_of(parts, store=2, flags=Flag.SYNC).encode()
+    return Message.decode([bytes(f) if not isinstance(f, bytes) else f for f in frames])
+
+
+def test_a_bucket_stands_for_its_one_key_messages():
+    specs = [(4, (2, 3), np.float32), (9, (5,), np.float64), (1, (), np.float32)]
+    for cmd, many in ((Cmd.PUSH, Cmd.PUSH_MANY), (Cmd.PULL, Cmd.PULL_MANY),
+                      (Cmd.VALUE, Cmd.VALUES)):
+        msg = _bucket(cmd, specs)
+        assert msg.cmd == many and payload_kind(many) == "bucket"
+        parts = msg.bucket()
+        assert [(p.cmd, p.key, p.shape, p.dtype, p.version, p.store, p.flags)
+                for p in parts] == [(cmd, k, shape, np.dtype(dt), 1, 2, Flag.SYNC)
+                                    for k, shape, dt in specs]
+        if cmd != Cmd.PULL:
+            np.testing.assert_array_equal(parts[1].array(), np.arange(5.0))
+
+
+def test_every_command_has_a_payload_rule():
+    for cmd in Cmd:
+        assert payload_kind(cmd) in ("array", "bytes", "none", "bucket"), cmd
+
+
+def test_bad_buckets_name_the_key_or_the_frames():
+    good = _bucket(Cmd.PUSH, [(4, (2, 3), np.float32), (9, (5,), np.float64)])
+    short = Message(Cmd.PUSH_MANY, payload=good.payload[:2])
+    with pytest.raises(BodyError, match="2 keys need 2 array frames after the table, got 1"):
+        short.bucket()
+    swapped = Message(Cmd.PUSH_MANY, payload=[good.payload[0], good.payload[2],
+                                              good.payload[1]])
+    with pytest.raises(BodyError, match="key 4: .*payload of 40 bytes, expected 24"):
+        swapped.bucket()
+    outside = BucketTable((BucketEntry(5, 1, (3,), 1, 2, 4),)).encode()
+    with pytest.raises(BodyError, match="key 5: .*slice 2\\+4 lies outside shape"):
+        Message(Cmd.PULL_MANY, payload=[outside]).bucket()
+    no_dtype = BucketTable((BucketEntry(5, 99, (3,), 1, 0, 3),)).encode()
+    with pytest.raises(BodyError, match="key 5: unknown dtype code 99"):
+        Message(Cmd.PULL_MANY, payload=[no_dtype]).bucket()
+    shm = Message(Cmd.PUSH_MANY, flags=Flag.SHM, payload=good.payload).encode()
+    with pytest.raises(WireError, match="PUSH_MANY: flags .*SHM.* are not for buckets"):
+        Message.decode([bytes(f) if not isinstance(f, bytes) else f for f in shm])
+    with pytest.raises(WireError, match="PULL_MANY needs a bucket table frame"):
+        Message.decode(Message(Cmd.PULL_MANY).encode())
 
 
 # ---- fuzz ---------------------------------------------------------------------------------

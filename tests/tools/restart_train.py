@@ -69,19 +69,26 @@ def arm_kill(store, spec, every_time, settle):
     rank, step, keys = (int(v) for v in spec.split(":"))
     if store.rank != rank or (kv.resume_state().restarts and not every_time):
         return lambda s: None
-    pushed, real_push = [0, 0], store.push          # [current step, pushes in it]
+    pushed = [0, 0]                                 # [current step, keys pushed in it]
 
     def die():
         print(f"KILL {time.monotonic():.6f}", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    def push(key, value, priority=0):
-        real_push(key, value, priority)
-        pushed[1] += 1
-        if pushed[0] == step and pushed[1] == keys:
-            die()
+    def counted(real, count):
+        # the Trainer pushes with push, push_nowait (overlap) and push_bucket (a bucket
+        # of small keys, several at once: the kill comes after the one that reaches KEYS)
+        def call(*args, **kwargs):
+            out = real(*args, **kwargs)
+            pushed[1] += count(*args)
+            if keys and pushed[0] == step and pushed[1] - count(*args) < keys <= pushed[1]:
+                die()
+            return out
+        return call
 
-    store.push = push
+    store.push = counted(store.push, lambda key, *rest: 1)
+    store.push_nowait = counted(store.push_nowait, lambda key, *rest: 1)
+    store.push_bucket = counted(store.push_bucket, len)
 
     def on_step(s):
         pushed[0], pushed[1] = s, 0
