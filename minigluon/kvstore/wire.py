@@ -116,8 +116,8 @@ _PAYLOAD = {
 # what a bucket's one-key messages are; bucket messages allow none of these flags
 _ONE_KEY = {Cmd.PUSH_MANY: Cmd.PUSH, Cmd.PULL_MANY: Cmd.PULL, Cmd.VALUES: Cmd.VALUE}
 _BUCKET_OF = {one: many for many, one in _ONE_KEY.items()}
-# A command without an entry would reach `_check_payload` as a KeyError inside the server's
-# receive loop: refuse to load instead, so the omission shows in the first test run.
+# A command without an entry could never be received (`_check_payload` refuses it): refuse
+# to load instead, so the omission shows in the first test run, not in a running job.
 _UNDESCRIBED = [c.name for c in Cmd if c not in _PAYLOAD]
 if _UNDESCRIBED:
     raise ImportError(f"kvstore/wire.py: commands {_UNDESCRIBED} have no entry in _PAYLOAD; "
