@@ -65,6 +65,7 @@ class Cmd(enum.IntEnum):
                        # version = step count; reply ACK
     NODE_LOST = 7      # scheduler -> nodes: a worker left a dist_async job; payload: NodeLost
     WORKER_JOINED = 8  # scheduler -> servers: a replacement took over a rank; WorkerJoined
+    REJOIN = 9         # a restarted scheduler -> a node's heartbeat socket: register again
     # worker <-> server
     INIT = 10          # worker 0 sets a key's (slice of) value
     INIT_WAIT = 11     # other workers: reply when worker 0's INIT arrived
@@ -104,7 +105,7 @@ _PAYLOAD = {
     Cmd.PUSH: _ARRAY, Cmd.PULL: _NONE, Cmd.SET_OPTIMIZER: _BYTES, Cmd.GET_STATES: _NONE,
     Cmd.SET_STATES: _BYTES, Cmd.SHM_PROBE: _BYTES, Cmd.SET_LR: _BYTES, Cmd.ACK: _NONE,
     Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES, Cmd.ERROR: _BYTES, Cmd.WORKER_JOINED: _BYTES,
-    Cmd.RESUME: _NONE,
+    Cmd.RESUME: _NONE, Cmd.REJOIN: _NONE,
 }
 
 _DTYPES = {1: np.float32, 2: np.float64, 3: np.float16, 4: np.uint8, 5: np.int32,
