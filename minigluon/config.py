@@ -403,6 +403,39 @@ def restart_timeout():
     return value
 
 
+def job_token():
+    """The job token a restarted scheduler keeps (MINIGLUON_JOB_TOKEN, 32 hex digits, set
+    by minigluon-launch --max-restarts on the scheduler), or None: a fresh one per
+    scheduler. The nodes of the job tag every message with it, so a scheduler started
+    again must have the first one's (docs/restarts.md)."""
+    raw = os.environ.get("MINIGLUON_JOB_TOKEN", "").strip()
+    if raw == "":
+        return None
+    try:
+        token = bytes.fromhex(raw)
+    except ValueError:
+        token = b""
+    if len(token) != 16:
+        raise ConfigError(f"MINIGLUON_JOB_TOKEN must be 32 hex digits, got {raw[:40]!r}; "
+                          "leave it to minigluon-launch, or unset it")
+    return token
+
+
+def finished_workers():
+    """The ranks of the workers that had finished (exited 0) when the launcher started
+    this scheduler again (MINIGLUON_FINISHED_WORKERS, e.g. '0,3'; default none): they
+    will not re-register, and the restarted scheduler counts them as finalized."""
+    raw = os.environ.get("MINIGLUON_FINISHED_WORKERS", "").strip()
+    try:
+        ranks = [int(r) for r in raw.split(",") if r.strip()]
+    except ValueError:
+        ranks = [-1]
+    if any(r < 0 for r in ranks):
+        raise ConfigError(f"MINIGLUON_FINISHED_WORKERS must be worker ranks separated by "
+                          f"commas, e.g. '0,3', got {raw!r}; leave it to minigluon-launch")
+    return frozenset(ranks)
+
+
 def kvstore_use_shm():
     """Whether workers pass big arrays to servers on the same host through shared memory
     (/dev/shm) instead of sockets (MINIGLUON_KVSTORE_SHM, default 1)."""

@@ -16,6 +16,15 @@ stalled (SIGSTOP, an overloaded host, a long pause) does not blame the scheduler
   listening yet, or a zmq peer that does not answer, is waited for until
   PS_STARTUP_TIMEOUT s after the node started.
 
+With restarts (MINIGLUON_MAX_RESTARTS > 0) the launcher starts a scheduler that died again
+on the same address, so a scheduler judged lost is held "restarting" for up to
+MINIGLUON_RESTART_TIMEOUT s more before the verdict. The restarted scheduler answers the
+first heartbeat of a node it does not know with REJOIN; the thread then sends it the
+node's place and progress (`PostOffice.rejoin_body`: role, rank, address, step count,
+barriers passed) as a REGISTER from its own socket, and counts `rejoins`, so that the
+main thread sends its unanswered requests to the scheduler again (`PostOffice.check_alive`).
+ZeroMQ reconnects both sockets by itself (every 100 ms, ZMQ_RECONNECT_IVL's default).
+
 A quarter of a heartbeat timeout after the verdict, if no wait has told the node's main
 thread, the thread ends the process (`PostOffice.orphaned`), so no node outlives its job.
 """
@@ -39,6 +48,9 @@ class Heartbeat:
         self.timeout = config.ps_heartbeat_timeout()
         self.probe_timeout = config.ps_probe_timeout()
         self.startup_timeout = config.ps_startup_timeout()
+        self.restart_timeout = config.restart_timeout() if config.max_restarts() else 0
+        self.rejoins = 0                  # REJOINs of a restarted scheduler answered
+        self._holding = None              # since when a lost scheduler is held restarting
         self._po = po
         self._last_reply = None           # time.monotonic() of the scheduler's last answer
         self._started = time.monotonic()
@@ -94,16 +106,32 @@ class Heartbeat:
             if not self._po.van.authentic(frames, self._ident):
                 continue
             self._last_reply = time.monotonic()      # an ACK or a probe: the scheduler lives
-            if self._is_probe(frames):
+            self._holding = None
+            cmd = self._command(frames)
+            if cmd == Cmd.HEARTBEAT:
                 self._beat()                         # the scheduler asks: answer now
+            elif cmd == Cmd.REJOIN:
+                self._rejoin()
 
-    def _is_probe(self, frames):
+    def _command(self, frames):
         if self._po.van.auth is not None:
             frames = frames[:-1]
         try:
-            return Message.decode(frames).cmd == Cmd.HEARTBEAT
+            return Message.decode(frames).cmd
         except WireError:
-            return False
+            return None
+
+    def _rejoin(self):
+        """A restarted scheduler does not know this node: tell it who the node is and how
+        far it got. A node without a rank yet registers again from its main thread."""
+        body = self._po.rejoin_body()
+        if body is not None:
+            msg = Message(Cmd.REGISTER, payload=[body])
+            self._sock.send_multipart(self._po.van.sealed_request(msg, self._ident))
+        if self.rejoins == 0 or body is None:
+            self._po.van.log.warning("the scheduler was restarted; registering again%s",
+                                     "" if body is None else " with this node's rank")
+        self.rejoins += 1
 
     # ---- the judgement ------------------------------------------------------------------
     def _judge(self):
@@ -124,11 +152,26 @@ class Heartbeat:
             self._po.van.log.info("the scheduler answered no heartbeat for %.1f s; probing "
                                   "it", silent)
             self._beat()
-        elif now - self._probed > self.probe_timeout:
+        elif now - self._probed > self.probe_timeout and not self._hold(now):
+            held = (f", nor came back within MINIGLUON_RESTART_TIMEOUT={self.restart_timeout:g}"
+                    " s (the launcher's restarts may have run out)"
+                    if self.restart_timeout else "")
             self._declare(f"it answered no heartbeat for {silent:.1f} s (PS_HEARTBEAT_TIMEOUT="
                           f"{self.timeout:g}), nor a direct probe within "
                           f"{now - self._probed:.1f} s (PS_PROBE_TIMEOUT="
-                          f"{self.probe_timeout:g}), and is presumed dead")
+                          f"{self.probe_timeout:g}){held}, and is presumed dead")
+
+    def _hold(self, now):
+        """Restarts allowed: whether a silent scheduler is still held as restarting (the
+        launcher starts it again on the same address) rather than lost."""
+        if not self.restart_timeout:
+            return False
+        if self._holding is None:
+            self._holding = now
+            self._po.van.log.warning("the scheduler answers nothing; holding it as "
+                                     "restarting for up to %g s (MINIGLUON_RESTART_TIMEOUT)",
+                                     self.restart_timeout)
+        return now - self._holding <= self.restart_timeout
 
     def _judge_startup(self):
         now = time.monotonic()

@@ -5,7 +5,8 @@ payload frame mean when they are not an array. Every sender builds a body with
 `Body(...).encode()` and every receiver reads it with `Body.decode(bytes)`, so a format
 lives in one place:
 
-    REGISTER            Registration   JSON {role, host, hostid, pid, rank_hint, ...}
+    REGISTER            Registration   JSON {role, host, hostid, pid, rank_hint, ...,
+                                       rejoin: {identity, rank, steps, barriers}}
     BYTES to REGISTER   NodeTable      JSON {rank, num_workers, num_servers, servers, token}
     NODE_LOST           NodeLost       JSON {lost, reason, workers_left}
     WORKER_JOINED       WorkerJoined   JSON {rank, identity, restarts}
@@ -99,6 +100,9 @@ def _check_node(label, node):
     return node
 
 
+REJOIN_FIELDS = ("identity", "rank", "steps", "barriers")
+
+
 @dataclass(frozen=True, slots=True)
 class Registration:
     """REGISTER: who a node is and where its peers find it. `tcp`/`ipc`: a server's
@@ -113,6 +117,8 @@ class Registration:
     ipc: str = None
     sync: object = None
     restart: int = 0          # workers: > 0 for a replacement (MINIGLUON_RESTART_COUNT)
+    rejoin: dict = None       # to a restarted scheduler: the node's place and progress,
+                              # {identity, rank, steps, barriers} (REJOIN_FIELDS)
 
     LABEL = "REGISTER"
 
@@ -125,6 +131,8 @@ class Registration:
             fields["sync"] = self.sync
             if self.restart:
                 fields["restart"] = self.restart
+        if self.rejoin is not None:
+            fields["rejoin"] = self.rejoin
         return _encode_json(fields)
 
     @classmethod
@@ -145,8 +153,21 @@ class Registration:
             if restart < 0:
                 raise _fail(cls.LABEL, f"'restart' must be >= 0, got {restart}")
             where = {"sync": info.get("sync"), "restart": restart}
+        rejoin = cls._rejoin(info.get("rejoin"))
         return cls(role, info["host"], info["hostid"], info.get("pid"), info.get("rank_hint"),
-                   **where)
+                   **where, rejoin=rejoin)
+
+    @classmethod
+    def _rejoin(cls, rejoin):
+        if rejoin is None:
+            return None
+        if not isinstance(rejoin, dict):
+            raise _fail(cls.LABEL, f"'rejoin' must be a JSON object, got {_short(rejoin)}")
+        _take(cls.LABEL, rejoin, "identity", (str,))
+        for key in ("rank", "steps", "barriers"):
+            if _take(cls.LABEL, rejoin, key, (int,)) < 0:
+                raise _fail(cls.LABEL, f"rejoin {key!r} must be >= 0, got {rejoin[key]}")
+        return {k: rejoin[k] for k in REJOIN_FIELDS}
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,11 @@ runs on the same host (and MINIGLUON_KVSTORE_IPC is not 0), else over TCP.
 Heartbeats (heartbeat.py) start before registration, so a node that registers and dies
 is noticed during the rendezvous too; every wait of the node raises PeerLostError
 (liveness.py) once the scheduler aborted the job or was judged lost.
+
+With restarts (MINIGLUON_MAX_RESTARTS > 0) a scheduler that died is started again on the
+same address: the node registers again with its rank and progress (`rejoin_body`, sent
+by the heartbeat thread) and sends its unanswered requests to the scheduler (a barrier,
+its registration, a finalize) again; see docs/restarts.md.
 """
 import fcntl
 import logging
@@ -18,6 +23,7 @@ import socket
 import struct
 import uuid
 from collections import namedtuple
+from dataclasses import replace
 
 from .. import config
 from ..config import ConfigError
@@ -156,6 +162,12 @@ class PostOffice:
         self.van.liveness = self.check_alive
         self.heartbeat = None
         self.failed = False               # a lost job was reported to the caller
+        self.barriers = 0                 # workers: barriers passed (a restarted scheduler
+                                          # is told, to answer the passed ones again)
+        self._info = None                 # this node's Registration
+        self._rejoins_seen = 0            # the heartbeat's rejoins this thread acted on
+        if config.max_restarts():
+            self.van.resendable.add("scheduler")
         self.identity = f"{self.role}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
     @property
@@ -174,6 +186,7 @@ class PostOffice:
         info = Registration(self.role, host, host_id(), os.getpid(), config.launch_rank(),
                             **(self._bind(host) if self.role == "server" else
                                {"sync": self.sync, "restart": config.restart_count()}))
+        self._info = info
         table = []
         req = self.van.request("scheduler", Message(Cmd.REGISTER, payload=[info.encode()]),
                                "registration (waiting for every node of the job to register "
@@ -222,6 +235,7 @@ class PostOffice:
         req = self.van.request("scheduler", Message(Cmd.BARRIER),
                                f"barrier (waiting for all {self.num_workers} workers)")
         self.van.wait([req], timeout=timeout)
+        self.barriers += 1
 
     def finalize(self, timeout=None):
         """Tell the scheduler this worker is done (with its step count), then close the
@@ -245,6 +259,9 @@ class PostOffice:
     def check_alive(self, what):
         """Raise PeerLostError (JobAbortedError when no node was lost) if the scheduler
         aborted the job or stopped answering; `what` is what the caller waits for."""
+        if self.heartbeat is not None and self.heartbeat.rejoins != self._rejoins_seen:
+            self._rejoins_seen = self.heartbeat.rejoins     # a restarted scheduler
+            self.van.resend("scheduler")
         reason = self.heartbeat.scheduler_lost() if self.heartbeat else None
         if self.van.aborted is None and reason is not None:      # as if it sent an ABORT
             scheduler = {"role": "scheduler", "address": self.van.address_of("scheduler")[6:]}
@@ -252,6 +269,16 @@ class PostOffice:
         if self.van.aborted is not None:
             self.failed = True
             raise abort_error(self.label, self.van.aborted, what)
+
+    def rejoin_body(self):
+        """The REGISTER body that tells a restarted scheduler this node's place (its
+        registration, rank and identity) and progress (steps, barriers passed); None
+        before the node got its rank (it then registers afresh). Heartbeat thread."""
+        if self.rank is None or self._info is None:
+            return None
+        rejoin = {"identity": self.identity, "rank": self.rank, "steps": self.clock.count,
+                  "barriers": self.barriers}
+        return replace(self._info, rejoin=rejoin).encode()
 
     def orphaned(self, reason):
         """The scheduler is gone (`reason`, the heartbeat thread's verdict) and nobody asked

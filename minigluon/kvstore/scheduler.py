@@ -30,6 +30,13 @@ over that rank at once (whether or not the loss was noticed yet): the servers ar
 identity (WORKER_JOINED) before it gets the node table, and the barriers the job already
 passed are answered at once when it calls them again. See docs/restarts.md.
 
+A restarted scheduler (MINIGLUON_RESTART_COUNT > 0: minigluon-launch --max-restarts started
+it again after it died) binds the same address, retrying while the port is briefly held,
+and keeps the job's token (MINIGLUON_JOB_TOKEN). It answers the first heartbeat of each
+node with REJOIN; the node re-registers with its rank and progress and keeps its rank and
+identity (rejoin.py). Barriers and the end of the job wait until every node is back; the
+job ends if one is missing after MINIGLUON_RESTART_TIMEOUT s. See docs/restarts.md.
+
 Uneven steps: in a dist_sync job, once a worker finalized after n steps, a worker seen at
 a later step (in its heartbeats or its own finalize) would wait forever for pushes that
 never come; the job ends with both counts instead.
@@ -40,6 +47,7 @@ scheduler keeps serving.
 import errno
 import os
 import time
+from dataclasses import replace
 
 import zmq
 
@@ -49,12 +57,14 @@ from .liveness import abort_payload, describe
 from .. import telemetry
 from .messages import BodyError, NodeLost, NodeTable, Registration, Text, WorkerJoined
 from .postoffice import resolve
+from .rejoin import Rebuild
 from .throttle import LogThrottle
 from .van import Van
 from .wire import Cmd, Message
 
 __all__ = ["Scheduler"]
 
+BIND_RETRY = 10.0     # seconds a restarted scheduler retries its port while it is held
 _UNEVEN_HELP = ("give every worker the same number of batches, e.g. gluon.data.SplitSampler("
                 "length, num_parts=kv.num_workers, part_index=kv.rank) with equal parts, or "
                 "drop the last batch (last_batch='discard')")
@@ -129,8 +139,9 @@ class Scheduler:
         self.env = env
         self.van = Van("[scheduler]", self._on_message)
         self.van.sender = -2
-        self._listen(env)
-        self.token = os.urandom(16)
+        restarted = config.restart_count() if config.max_restarts() else 0
+        self._listen(env, BIND_RETRY if restarted else 0)
+        self.token = config.job_token() or os.urandom(16)
         self.van.set_job_nonce(self.token)
         self._nodes = {}                 # identity -> _Node, in order of registration
         self._ranked = False             # the node table was sent
@@ -148,15 +159,44 @@ class Scheduler:
         self._telemetry = telemetry.Sender("nodes", telemetry.NODE_INTERVAL)
         self._handlers = {Cmd.REGISTER: self._register, Cmd.BARRIER: self._barrier_in,
                           Cmd.FINALIZE: self._finalize, Cmd.HEARTBEAT: self._heartbeat}
+        self._rebuild = self._start_rebuild(restarted)
 
-    def _listen(self, env):
-        # the address the nodes were told (DMLC_PS_ROOT_URI), not every interface
+    def _start_rebuild(self, restarted):
+        """A restarted scheduler: wait for the nodes to come back (rejoin.py); the workers
+        that finished before count as finalized."""
+        if not restarted:
+            return None
+        finished = config.finished_workers()
+        if any(r >= self.env.num_worker for r in finished):
+            raise ConfigError(f"MINIGLUON_FINISHED_WORKERS={sorted(finished)} names a rank "
+                              f"beyond the job's DMLC_NUM_WORKER={self.env.num_worker}")
+        for rank in sorted(finished):
+            node = _Node(f"finished-worker-{rank}".encode(), None,
+                         Registration("worker", "?", "?"))
+            node.rank, node.state, node.steps = rank, "finalized", None
+            self._nodes[node.identity] = node
+        self.van.log.warning("restarted (restart %d): rebuilding the job's state from its "
+                             "nodes (up to %g s, MINIGLUON_RESTART_TIMEOUT)%s", restarted,
+                             self._restart_timeout, f"; workers {sorted(finished)} had "
+                             "finished" if finished else "")
+        return Rebuild({"worker": self.env.num_worker, "server": self.env.num_server},
+                       finished, self._restart_timeout)
+
+    def _listen(self, env, retry):
+        # the address the nodes were told (DMLC_PS_ROOT_URI), not every interface; a
+        # restarted scheduler's port may still be held for a moment by its predecessor's
         host = resolve(env.root_uri, "DMLC_PS_ROOT_URI")
-        try:
-            self.van.bind_exact(f"tcp://{host}:{env.root_port}")
-        except zmq.ZMQError as err:
-            self.van.close()
-            raise _listen_error(env, host, err) from None
+        deadline = time.monotonic() + retry
+        while True:
+            try:
+                self.van.bind_exact(f"tcp://{host}:{env.root_port}")
+                return
+            except zmq.ZMQError as err:
+                if err.errno == errno.EADDRINUSE and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    continue
+                self.van.close()
+                raise _listen_error(env, host, err) from None
 
     def run(self):
         """Serve until every worker finalized; 0, or 1 when the job had to be aborted."""
@@ -191,12 +231,15 @@ class Scheduler:
         self._telemetry.send({"nodes": [
             {"role": n.role, "rank": n.rank if n.rank is not None else n.info.rank_hint,
              "host": n.info.host, "pid": n.info.pid, "state": n.state,
-             "age_s": round(now - n.seen, 3), "steps": n.steps}
+             "age_s": round(now - n.seen, 3), "steps": n.steps or 0}
             for n in self._nodes.values()]})
 
     # ---- liveness ---------------------------------------------------------------------
     def _heartbeat(self, identity, msg):
         node = self._nodes.get(msg.key.encode()) if isinstance(msg.key, str) else None
+        if node is None and self._rebuild is not None:
+            self.van.reply(identity, Message(Cmd.REJOIN))    # who are you? register again
+            return
         if node is not None and identity == node.identity + b"-heartbeat" \
                 and node.state == "up":
             node.seen, node.probed = time.monotonic(), None
@@ -207,6 +250,10 @@ class Scheduler:
 
     def _check_liveness(self):
         if self._status is not None:
+            return
+        if self._rebuild is not None:
+            if time.monotonic() > self._rebuild.deadline:
+                self._abort(self._missing_after_restart())
             return
         if not self._ranked and time.monotonic() > self._deadline:
             self._abort(self._missing_nodes())
@@ -258,6 +305,13 @@ class Scheduler:
                 f"{config.kvstore_timeout():g} s (MINIGLUON_KVSTORE_TIMEOUT); start the "
                 "missing ones with the same DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT")
 
+    def _missing_after_restart(self):
+        missing = self._rebuild.missing(self._nodes.values())
+        return (f"the restarted scheduler waited {self._rebuild.timeout:g} s "
+                f"(MINIGLUON_RESTART_TIMEOUT) for the job's nodes to register again, but "
+                f"{', '.join(missing)} did not; they may have died with it (a node and the "
+                "scheduler lost together end the job)")
+
     def _lost(self, node, reason):
         if node.role == "worker" and self._ranked and self._max_restarts:
             self._hold(node, reason)
@@ -303,11 +357,12 @@ class Scheduler:
         """dist_sync: end the job if a worker went past the steps of one that finished."""
         if self._async or self._status is not None:
             return
-        done = self._role("worker", "finalized")
+        done = [n for n in self._role("worker", "finalized") if n.steps is not None]
         if not done:
             return
         first = min(done, key=lambda n: n.steps)
-        others = [n for n in self._role("worker") if n is not first and n.state != "lost"]
+        others = [n for n in self._role("worker") if n is not first and n.state != "lost"
+                  and n.steps is not None]
         ahead = max(others, key=lambda n: n.steps, default=None)
         if ahead is None or ahead.steps <= first.steps:
             return
@@ -318,6 +373,10 @@ class Scheduler:
 
     # ---- messages ---------------------------------------------------------------------
     def _on_message(self, identity, msg):
+        if self._rebuild is not None and identity not in self._nodes \
+                and msg.cmd not in (Cmd.REGISTER, Cmd.HEARTBEAT):
+            self._rebuild.defer(identity, msg)     # handled once the node is back
+            return
         handler = self._handlers.get(msg.cmd)
         if handler is None:
             self._error(identity, msg, f"the scheduler does not handle {msg.cmd.name}")
@@ -341,6 +400,11 @@ class Scheduler:
     def _register(self, identity, msg):
         info = Registration.decode(msg.body())
         role = info.role
+        if info.rejoin is not None:
+            self._rejoin(identity, info)
+            return
+        if self._rebuild is not None:
+            self._fresh_during_rebuild(info)
         if role == "worker" and info.restart:
             self._replace(identity, msg, info)
             return
@@ -357,6 +421,67 @@ class Scheduler:
         if all(len(self._role(r)) == n for r, n in (("worker", self.env.num_worker),
                                                      ("server", self.env.num_server))):
             self._send_node_table()
+
+    # ---- a restarted scheduler's rebuild ----------------------------------------------
+    def _rejoin(self, identity, info):
+        """A node that outlived the previous scheduler takes back its rank (rejoin.py)."""
+        main = info.rejoin["identity"].encode()
+        if identity not in (main, main + b"-heartbeat"):
+            raise ValueError(f"a rejoin from {identity!r} names the identity {main!r}")
+        known = self._nodes.get(main)
+        if known is not None:                  # a second REJOIN's answer: nothing new
+            self._ack(identity, 0)
+            return
+        if self._rebuild is None:
+            raise ValueError("a node registered again with its rank, but this scheduler "
+                             "was not restarted or has rebuilt the job already")
+        problem = self._rebuild.rank_problem(info.role, info.rejoin["rank"],
+                                             self._nodes.values())
+        if problem is not None:
+            self._abort(f"{info.role} {info.rejoin['rank']} (pid {info.pid}) registered "
+                        f"again after the scheduler's restart, but {problem}")
+            return
+        self._take_back(main, info)
+        self._ack(identity, 0)
+        for msg in self._rebuild.take(main):
+            self._on_message(main, msg)
+        if not self._rebuild.missing(self._nodes.values()):
+            self._rebuilt()
+
+    def _take_back(self, identity, info):
+        node = self._nodes[identity] = _Node(identity, None, replace(info, rejoin=None))
+        node.rank, node.steps = info.rejoin["rank"], info.rejoin["steps"]
+        node.barriers = info.rejoin["barriers"]
+        self._barriers_done = max(self._barriers_done, node.barriers)
+        self._ranked = True
+        self._rebuild.rejoined += 1
+        self.van.log.info("%s is back (steps %d, %d barriers passed)", node, node.steps,
+                          node.barriers)
+
+    def _rebuilt(self):
+        """Every node is back: the job goes on where it was."""
+        workers = [n for n in self._role("worker") if n.steps is not None]
+        self._async = bool(workers) and all(n.info.sync is False for n in workers)
+        self.van.log.warning("every node registered again %.2f s after this restart; the "
+                             "job goes on (%d barriers passed)", self._rebuild.elapsed(),
+                             self._barriers_done)
+        self._rebuild = None
+        self._release_barrier()
+        self._check_steps()
+        self._end_if_done()
+
+    def _fresh_during_rebuild(self, info):
+        """A first registration reached a restarted scheduler: the previous one died
+        during the rendezvous. Before any node got its rank, the rendezvous starts over;
+        after, the node table it missed cannot be rebuilt."""
+        if self._rebuild.rejoined or self._rebuild.finished:
+            raise ValueError(f"a {info.role} (pid {info.pid}) registered for the first time "
+                             "after the scheduler's restart, while others kept their ranks: "
+                             "the scheduler died while sending the node tables; start the "
+                             "job again")
+        self.van.log.warning("the previous scheduler died during the rendezvous; it starts "
+                             "over")
+        self._rebuild = None
 
     def _replace(self, identity, msg, info):
         """A restarted worker takes over the rank of the process it replaces."""
@@ -443,6 +568,8 @@ class Scheduler:
         self._release_barrier()
 
     def _release_barrier(self):
+        if self._rebuild is not None:           # a worker may still be on its way back
+            return
         waiting = {identity for identity, _ in self._barrier}
         due = self._role("worker", "up") + self._role("worker", "restarting")
         if self._barrier and all(n.identity in waiting for n in due):
@@ -466,8 +593,8 @@ class Scheduler:
         self._end_if_done()
 
     def _end_if_done(self):
-        if self._status is not None or self._role("worker", "up") \
-                or self._role("worker", "restarting"):
+        if self._status is not None or self._rebuild is not None \
+                or self._role("worker", "up") or self._role("worker", "restarting"):
             return
         for server in self._role("server", "up"):
             self.van.reply(server.identity, Message(Cmd.EXIT))

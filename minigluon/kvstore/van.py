@@ -88,13 +88,14 @@ def node_logger(label):
 
 
 class _Pending:
-    __slots__ = ("handle", "peer", "what", "on_reply", "background", "error", "done")
+    __slots__ = ("handle", "peer", "what", "on_reply", "background", "error", "done", "frames")
 
     def __init__(self, handle, what, on_reply, background):
         self.handle, self.peer, self.what, self.on_reply = handle, handle[0], what, on_reply
         self.background = background
         self.error = None
         self.done = False
+        self.frames = None               # kept for `Van.resend` (peers in `resendable`)
 
 
 class Dropper:
@@ -142,6 +143,7 @@ class Van:
         self.auth = Auth(secret) if secret else None
         self.resender = Resender(config.ps_resend_timeout()) if config.ps_resend() else None
         self.duplicates = DuplicateFilter()
+        self.resendable = set()          # peers whose requests `resend` may send again
         self._ctx = zmq.Context(io_threads=1)
         self._poller = zmq.Poller()
         self._peers = {}                 # name -> (socket, address)
@@ -297,11 +299,23 @@ class Van:
             msg.payload = [p if isinstance(p, bytes) or p.nbytes >= _COPY_BELOW else bytes(p)
                            for p in msg.payload]
         frames = self._seal(msg, self._identity[sock], to_router=True)
-        self._pending[handle] = _Pending(handle, what, on_reply, background)
+        pending = self._pending[handle] = _Pending(handle, what, on_reply, background)
+        if peer in self.resendable:
+            pending.frames = frames
         self._send(sock, frames, msg)
         if self.resender is not None:
             self.resender.track(handle, frames, time.monotonic())
         return handle
+
+    def resend(self, peer):
+        """Send every unanswered request to `peer` (one of `resendable`) again, as it was:
+        a restarted peer never got those its predecessor held. One that did arrive meets
+        the peer's duplicate filter, so none is handled twice. How many were sent."""
+        again = [p for p in self._pending.values() if p.peer == peer and p.frames]
+        for pending in again:
+            self.log.info("sent %s again to the restarted %s", pending.what, peer)
+            self._send(self._peers[peer][0], pending.frames, None)
+        return len(again)
 
     def reply(self, identity, msg, track=False):
         """Send `msg` back through the ROUTER to `identity`; with `track`, a zmq
@@ -334,7 +348,7 @@ class Van:
         return frames
 
     def _send(self, sock, frames, msg, track=False):
-        if self.log.isEnabledFor(logging.DEBUG):
+        if msg is not None and self.log.isEnabledFor(logging.DEBUG):
             self.log.debug("send %r", msg)
         self.bytes_sent += _frames_bytes(frames)
         return sock.send_multipart(frames, copy=False, track=track)

@@ -69,6 +69,7 @@ class Cmd(enum.IntEnum):
                        # version = step count; reply ACK
     NODE_LOST = 7      # scheduler -> nodes: a worker left a dist_async job; payload: NodeLost
     WORKER_JOINED = 8  # scheduler -> servers: a replacement took over a rank; WorkerJoined
+    REJOIN = 9         # a restarted scheduler -> a node's heartbeat socket: register again
     # worker <-> server
     INIT = 10          # worker 0 sets a key's (slice of) value
     INIT_WAIT = 11     # other workers: reply when worker 0's INIT arrived
@@ -111,7 +112,8 @@ _PAYLOAD = {
     Cmd.PUSH: _ARRAY, Cmd.PULL: _NONE, Cmd.SET_OPTIMIZER: _BYTES, Cmd.GET_STATES: _NONE,
     Cmd.SET_STATES: _BYTES, Cmd.SHM_PROBE: _BYTES, Cmd.SET_LR: _BYTES, Cmd.ACK: _NONE,
     Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES, Cmd.ERROR: _BYTES, Cmd.WORKER_JOINED: _BYTES,
-    Cmd.RESUME: _NONE, Cmd.PUSH_MANY: _BUCKET, Cmd.PULL_MANY: _BUCKET, Cmd.VALUES: _BUCKET,
+    Cmd.RESUME: _NONE, Cmd.REJOIN: _NONE, Cmd.PUSH_MANY: _BUCKET, Cmd.PULL_MANY: _BUCKET,
+    Cmd.VALUES: _BUCKET,
 }
 # what a bucket's one-key messages are; bucket messages allow none of these flags
 _ONE_KEY = {Cmd.PUSH_MANY: Cmd.PUSH, Cmd.PULL_MANY: Cmd.PULL, Cmd.VALUES: Cmd.VALUE}

@@ -1,6 +1,7 @@
 """A job as the launcher understands it: sizes, commands, hosts and each role's environment."""
 import os
 import re
+import secrets
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -11,6 +12,8 @@ from ..telemetry import ENV as TELEMETRY_ENV
 
 MAX_RESTARTS_ENV = "MINIGLUON_MAX_RESTARTS"   # every process: the job takes replacements
 RESTART_ENV = "MINIGLUON_RESTART_COUNT"       # a replacement: its rank's restarts so far
+TOKEN_ENV = "MINIGLUON_JOB_TOKEN"             # the scheduler: the job's token, kept on restart
+FINISHED_ENV = "MINIGLUON_FINISHED_WORKERS"   # a restarted scheduler: workers that exited 0
 GUARD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
 DEFAULT_ROLE_CODE = "import minigluon"  # a scheduler or server serves when it imports us
 _PYTHON = re.compile(r"(^|/)python[0-9.]*$")
@@ -39,6 +42,7 @@ class Job:
     state: Optional[object] = None  # jobstate.JobState: the live picture, fed by telemetry
     telemetry: bool = True          # processes write telemetry lines (telemetry.py)
     max_restarts: int = 0           # --max-restarts: lost workers the job may replace
+    token: str = field(default_factory=lambda: secrets.token_hex(16))   # TOKEN_ENV
 
     def placements(self, hosts):
         """Servers and workers on `hosts`, cycling as the FAQ describes."""
@@ -62,6 +66,8 @@ class Job:
             env[TELEMETRY_ENV] = "1"
         if self.max_restarts:
             env[MAX_RESTARTS_ENV] = str(self.max_restarts)
+            if role == "scheduler":      # a restarted scheduler keeps the job's token
+                env[TOKEN_ENV] = self.token
         if self.interface:
             env["DMLC_INTERFACE"] = self.interface
         elif node_host:

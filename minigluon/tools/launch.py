@@ -81,10 +81,10 @@ def build_parser():
     p.add_argument("--scheduler-command", help='shell command of the scheduler (default: '
                    'python -c "import minigluon")')
     p.add_argument("--max-restarts", type=_positive(int), default=0, metavar="N",
-                   help="restart a failed worker with the same rank, up to N times in all "
-                   "(torchrun's name); the servers hold its step open and it resumes there "
-                   "(local and ssh launchers; default 0: a failure ends the job). See "
-                   "docs/restarts.md")
+                   help="restart a failed worker with the same rank, or a killed scheduler "
+                   "on the same port, up to N times in all (torchrun's name); the job "
+                   "resumes where it was (local and ssh launchers; default 0: a failure "
+                   "ends the job). See docs/restarts.md")
     p.add_argument("--grace", type=_positive(float), default=3.0,
                    help="seconds between SIGTERM and SIGKILL when stopping (default 3)")
     p.add_argument("--shutdown-timeout", type=_positive(float), default=10.0,

@@ -8,7 +8,10 @@ process group the launcher created for them, never by name.
 
 With a restart budget (`--max-restarts N`), a worker that fails is started again, with
 the same label and rank and MINIGLUON_RESTART_COUNT set, as long as the job's budget lasts;
-the failure that finds it spent ends the job as before (docs/restarts.md).
+the failure that finds it spent ends the job as before (docs/restarts.md). So is a
+scheduler killed by a signal, on this host and the same port, from the same budget, told
+which workers had finished (MINIGLUON_FINISHED_WORKERS); a scheduler that exits with a
+status ended the job on purpose and is not.
 """
 import collections
 import json
@@ -24,7 +27,7 @@ from functools import partial
 from typing import Callable, Optional
 
 from .guard import STATS_MARKER, Lines, arm_for_parent, describe
-from .job import RESTART_ENV
+from .job import FINISHED_ENV, RESTART_ENV
 from ..telemetry import split_line
 
 TAIL_LINES = 15
@@ -53,13 +56,14 @@ class Task:
     def primary(self):
         return self.role in ("worker", "bundle")
 
-    def restarted(self, count):
-        """This task again, as its rank's `count`-th replacement (MINIGLUON_RESTART_COUNT):
-        in its environment, or, for ssh, in the environment its remote guard reads from
-        stdin."""
+    def restarted(self, count, extra=None):
+        """This task again, as its rank's `count`-th replacement (MINIGLUON_RESTART_COUNT,
+        and the variables in `extra`): in its environment, or, for ssh, in the environment
+        its remote guard reads from stdin."""
+        more = {RESTART_ENV: str(count), **(extra or {})}
         if self.stdin_line is None:
-            return replace(self, env={**self.env, RESTART_ENV: str(count)})
-        remote_env = {**json.loads(self.stdin_line), RESTART_ENV: str(count)}
+            return replace(self, env={**self.env, **more})
+        remote_env = {**json.loads(self.stdin_line), **more}
         return replace(self, stdin_line=json.dumps(remote_env).encode() + b"\n")
 
     @property
@@ -136,6 +140,16 @@ class Member:
     def kill_group(self):
         """SIGKILL the process group the launcher created for this task."""
         _quiet(os.killpg, self.pgid, signal.SIGKILL)
+
+
+def _restartable(member):
+    """A worker that failed, or a scheduler killed by a signal (as a guard reports it:
+    a negative status here, 128+N over ssh). A scheduler that exits with a status of its
+    own ended the job on purpose (it aborted it, or its configuration is wrong)."""
+    code = member.returncode
+    if member.task.role == "scheduler":
+        return code < 0 or 128 < code <= 128 + 64
+    return member.task.role == "worker"
 
 
 def _quiet(fn, *args):
@@ -238,19 +252,29 @@ class ProcessGroup:
                     return self._finish(None, lingering=live)
 
     def _restart(self, member):
-        """Start a failed worker again while the job's restart budget lasts; whether it was."""
+        """Start a failed worker, or a killed scheduler, again while the job's restart
+        budget lasts; whether it was."""
         task = member.task
         used = sum(self.restarts.values())
-        if task.role != "worker" or used >= self.max_restarts:
+        if not _restartable(member) or used >= self.max_restarts:
             return False
         member.replaced = True
         self.restarts[task.label] += 1
         count = self.restarts[task.label]
+        where = " on the same address" if task.role == "scheduler" else ""
         self._note(task.label, f"{task.label} failed ({describe(member.returncode)}); "
-                   f"restarting it (restart {used + 1} of {self.max_restarts}, "
+                   f"restarting it{where} (restart {used + 1} of {self.max_restarts}, "
                    "--max-restarts)")
-        self.start(task.restarted(count))
+        extra = {FINISHED_ENV: self._finished_workers()} if task.role == "scheduler" else None
+        self.start(task.restarted(count, extra))
         return True
+
+    def _finished_workers(self):
+        """'0,3': the ranks of the workers that exited 0 (a restarted scheduler would wait
+        for them in vain)."""
+        done = [m.task.label.split()[-1] for m in self.members
+                if m.task.role == "worker" and m.returncode == 0]
+        return ",".join(done)
 
     def _note(self, label, text):
         """A line of the launcher's own about the process `label` (in its tail too)."""
@@ -390,7 +414,7 @@ class ProcessGroup:
                            list(self._tails[label]))
         tail = list(self._tails[task.label])
         hint = task.diagnose(tail) if task.diagnose else None
-        if self.max_restarts and task.role == "worker":
+        if self.max_restarts and _restartable(member):
             hint = (f"help: the job's restarts ran out: {sum(self.restarts.values())} of "
                     f"--max-restarts {self.max_restarts} were used ({task.label}: "
                     f"{self.restarts[task.label]}); raise --max-restarts, or find why "

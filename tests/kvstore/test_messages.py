@@ -26,7 +26,13 @@ SAMPLES = {
     Registration: [Registration("server", "10.0.0.1", "h/boot", 77, 0, tcp="tcp://10.0.0.1:9000",
                                 ipc="ipc:///tmp/mgkv-77.sock"),
                    Registration("worker", "10.0.0.2", "g/boot", 78, None, sync=False),
-                   Registration("worker", "10.0.0.2", "g/boot", 79, 1, sync=True, restart=2)],
+                   Registration("worker", "10.0.0.2", "g/boot", 79, 1, sync=True, restart=2),
+                   Registration("server", "10.0.0.1", "h/boot", 80, 1, tcp="tcp://10.0.0.1:9001",
+                                rejoin={"identity": "server-h-80-ab", "rank": 1, "steps": 0,
+                                        "barriers": 0}),
+                   Registration("worker", "10.0.0.2", "g/boot", 81, 0, sync=True,
+                                rejoin={"identity": "worker-g-81-cd", "rank": 0, "steps": 12,
+                                        "barriers": 3})],
     NodeTable: [NodeTable(1, 2, 2, SERVERS, TOKEN),
                 NodeTable(0, 2, 2, SERVERS, TOKEN, ("worker-a", "worker-b"))],
     NodeLost: [NodeLost(LOST, "it sent no heartbeat for 1.6 s", 1)],
@@ -86,6 +92,12 @@ def test_restart_bodies_refuse_impossible_values():
         WorkerJoined.decode(b'{"rank": -1, "identity": "w", "restarts": 1}')
     with pytest.raises(BodyError, match="'restart' must be >= 0"):
         Registration.decode(b'{"role": "worker", "host": "h", "hostid": "x", "restart": -2}')
+    with pytest.raises(BodyError, match="rejoin 'steps' must be >= 0, got -1"):
+        Registration.decode(b'{"role": "worker", "host": "h", "hostid": "x", "rejoin": '
+                            b'{"identity": "w", "rank": 0, "steps": -1, "barriers": 0}}')
+    with pytest.raises(BodyError, match="'identity' must be str"):
+        Registration.decode(b'{"role": "worker", "host": "h", "hostid": "x", "rejoin": '
+                            b'{"rank": 0, "steps": 1, "barriers": 0}}')
 
 
 def test_errors_name_the_body_and_what_was_wrong():

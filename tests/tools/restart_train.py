@@ -2,14 +2,18 @@
 test_restarts.py.
 
     minigluon-launch -n 2 -s 2 --max-restarts 1 python restart_train.py --out D \
-        [--kvstore dist_sync] [--kill RANK:STEP:KEYS]
+        [--kvstore dist_sync] [--kill RANK:STEP:KEYS] [--kill-scheduler STEP]
+        [--barrier-every N]
 
 Each worker trains a LeNet-like net (no dropout unless --dropout, whose masks are seeded per rank and step: either way the
 run is deterministic) on its
 SplitSampler part of a fixed synthetic set, with the Trainer's usual loop, unchanged for
 restarts. With --kill, the first process (with --kill-every-time: every process) of worker RANK SIGKILLs itself in step STEP (1 is
 the first) once it has pushed KEYS of the parameters (0: before its first push), so the
-servers may hold part of the lost step. Each worker prints `STEP s t` after each step
+servers may hold part of the lost step. With --kill-scheduler, worker 0 SIGKILLs the job's
+scheduler (found by its DMLC_ROLE and port) at the start of step STEP; --barrier-every N
+makes every worker call kv.barrier() after every N steps, so the scheduler is on the
+path of training. Each worker prints `STEP s t` after each step
 (t: time.monotonic(), one clock for the whole machine) and `KILL t` when it kills itself,
 and writes its final parameters to D/params-<rank>.npz and to D/loss-<rank>.json the
 loss of the whole set before and after training and its epochs' mean losses (dist_async:
@@ -22,6 +26,7 @@ import signal
 import time
 
 import numpy as np
+import psutil
 
 import minigluon as mx
 from minigluon import autograd, gluon, kv
@@ -40,7 +45,39 @@ def parse_args():
                     help="add a Dropout layer; its masks are seeded per rank and step")
     ap.add_argument("--kill-every-time", action="store_true",
                     help="every process of RANK dies there, replacements too")
+    ap.add_argument("--kill-scheduler", type=int, metavar="STEP",
+                    help="worker 0 SIGKILLs the scheduler at the start of this step")
+    ap.add_argument("--barrier-every", type=int, default=0, metavar="N",
+                    help="every worker calls kv.barrier() after every N steps")
     return ap.parse_args()
+
+
+def scheduler_pid():
+    """The PID of this job's scheduler process (not its guard), found by its environment."""
+    port = os.environ["DMLC_PS_ROOT_PORT"]
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            env = proc.environ()
+        except psutil.Error:
+            continue
+        if env.get("DMLC_ROLE") == "scheduler" and env.get("DMLC_PS_ROOT_PORT") == port \
+                and not any("guard.py" in a for a in proc.info["cmdline"] or ()):
+            return proc.pid
+    raise RuntimeError(f"no scheduler with DMLC_PS_ROOT_PORT={port} found")
+
+
+def arm_scheduler_kill(store, step):
+    """Worker 0's step hook that SIGKILLs the scheduler at the start of `step` (its first
+    process only)."""
+    if step is None or store.rank != 0 or kv.resume_state().restarts:
+        return lambda s: None
+
+    def on_step(s):
+        if s == step:
+            pid = scheduler_pid()
+            print(f"KILL {time.monotonic():.6f}", flush=True)
+            os.kill(pid, signal.SIGKILL)
+    return on_step
 
 
 def dataset(samples):
@@ -129,6 +166,7 @@ def main():
     settle = lambda: [p.data() for p in net.collect_params().values()]   # noqa: E731
     on_step = arm_kill(store, args.kill, args.kill_every_time, settle) if args.kill \
         else (lambda s: None)
+    on_step_sched = arm_scheduler_kill(store, args.kill_scheduler)
     before = whole_loss(net, data, loss_fn)
     step, losses = store.resume_state().step, []
     for _ in range(args.epochs):
@@ -136,6 +174,7 @@ def main():
         for x, y in train:
             step += 1
             on_step(step)
+            on_step_sched(step)
             if args.dropout:        # the same masks in a replacement that redoes the step
                 mx.random.seed(10000 * step + store.rank)
             with autograd.record():
@@ -144,6 +183,8 @@ def main():
             trainer.step(x.shape[0])
             total, count = total + float(loss.sum().asscalar()), count + x.shape[0]
             print(f"STEP {step} {time.monotonic():.6f}", flush=True)
+            if args.barrier_every and step % args.barrier_every == 0:
+                store.barrier()
         losses.append(total / count if count else None)
     if args.kvstore == "dist_async":
         store.barrier()                 # every push applied
