@@ -167,11 +167,6 @@ def test_a_bucket_stands_for_its_one_key_messages():
             np.testing.assert_array_equal(parts[1].array(), np.arange(5.0))
 
 
-def test_every_command_has_a_payload_rule():
-    for cmd in Cmd:
-        assert payload_kind(cmd) in ("array", "bytes", "none", "bucket"), cmd
-
-
 def test_bad_buckets_name_the_key_or_the_frames():
     good = _bucket(Cmd.PUSH, [(4, (2, 3), np.float32), (9, (5,), np.float64)])
     short = Message(Cmd.PUSH_MANY, payload=good.payload[:2])
