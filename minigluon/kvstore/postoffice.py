@@ -156,6 +156,7 @@ class PostOffice:
         self.van.liveness = self.check_alive
         self.heartbeat = None
         self.failed = False               # a lost job was reported to the caller
+        self.notices = {}                 # Cmd -> handler(msg) of the scheduler's news
         self.identity = f"{self.role}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
     @property
@@ -263,6 +264,10 @@ class PostOffice:
             os._exit(1)
 
     def _on_notice(self, source, msg):
+        handler = self.notices.get(msg.cmd) if source == "scheduler" else None
+        if handler is not None:
+            handler(msg)
+            return
         if msg.cmd == Cmd.NODE_LOST and source == "scheduler":
             try:
                 news = NodeLost.decode(msg.body())

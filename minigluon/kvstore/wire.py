@@ -65,6 +65,8 @@ class Cmd(enum.IntEnum):
                        # version = step count; reply ACK
     NODE_LOST = 7      # scheduler -> nodes: a worker left a dist_async job; payload: NodeLost
     WORKER_JOINED = 8  # scheduler -> servers: a replacement took over a rank; WorkerJoined
+    FAILOVER = 9       # scheduler -> nodes: a lost server's range is served by its replica;
+                       # payload: Failover (messages.py)
     # worker <-> server
     INIT = 10          # worker 0 sets a key's (slice of) value
     INIT_WAIT = 11     # other workers: reply when worker 0's INIT arrived
@@ -77,6 +79,8 @@ class Cmd(enum.IntEnum):
     SET_LR = 18        # payload: LearningRate, the store optimizer's new rate
     RESUME = 19        # a replacement worker asks what its rank pushed; reply BYTES:
                        # ResumePoint (messages.py)
+    REPLICATE = 24     # server -> its replica server: one change of its range; payload:
+                       # ReplicaOp, then the op's values or blob (replica.py); reply ACK
     # replies
     ACK = 20
     VALUE = 21         # payload: array
@@ -104,7 +108,7 @@ _PAYLOAD = {
     Cmd.PUSH: _ARRAY, Cmd.PULL: _NONE, Cmd.SET_OPTIMIZER: _BYTES, Cmd.GET_STATES: _NONE,
     Cmd.SET_STATES: _BYTES, Cmd.SHM_PROBE: _BYTES, Cmd.SET_LR: _BYTES, Cmd.ACK: _NONE,
     Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES, Cmd.ERROR: _BYTES, Cmd.WORKER_JOINED: _BYTES,
-    Cmd.RESUME: _NONE,
+    Cmd.RESUME: _NONE, Cmd.FAILOVER: _BYTES, Cmd.REPLICATE: "replica",
 }
 
 _DTYPES = {1: np.float32, 2: np.float64, 3: np.float16, 4: np.uint8, 5: np.int32,
@@ -294,6 +298,9 @@ def row_length(shape):
 
 
 def _check_payload(msg):
+    if msg.cmd == Cmd.REPLICATE:
+        _check_replica(msg)
+        return
     if msg.flags & Flag.ROW_SPARSE and msg.cmd in (Cmd.PUSH, Cmd.PULL, Cmd.VALUE, Cmd.INIT):
         _check_rows(msg)
         return
@@ -312,6 +319,23 @@ def _check_payload(msg):
         _check_slice(msg)
     if msg.flags & Flag.ROW_SPARSE and msg.cmd == Cmd.INIT_WAIT:
         _check_row_slice(msg, f"{msg.cmd.name} of row_sparse key {msg.key!r}")
+
+
+def _check_replica(msg):
+    """A REPLICATE: a ReplicaOp frame, then the values of the slice (an op with a dtype)
+    or at most one bytes frame (an optimizer or its states)."""
+    if not 1 <= len(msg.payload) <= 2:
+        raise WireError(f"REPLICATE needs 1 or 2 payload frames, got {len(msg.payload)}")
+    if msg.dtype is not None:
+        _check_slice(msg)
+        if len(msg.payload) != 2:
+            raise WireError(f"REPLICATE of key {msg.key!r} carries no values")
+        nbytes = len(msg.payload[1]) if not isinstance(msg.payload[1], np.ndarray) \
+            else msg.payload[1].nbytes
+        if nbytes != msg.length * msg.dtype.itemsize:
+            raise WireError(f"REPLICATE of key {msg.key!r}: values of {nbytes} bytes, "
+                            f"expected {msg.length * msg.dtype.itemsize} for {msg.length} "
+                            f"{msg.dtype.name} values")
 
 
 def _check_shm(msg):

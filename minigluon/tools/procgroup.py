@@ -9,6 +9,10 @@ process group the launcher created for them, never by name.
 With a restart budget (`--max-restarts N`), a worker that fails is started again, with
 the same label and rank and MINIGLUON_RESTART_COUNT set, as long as the job's budget lasts;
 the failure that finds it spent ends the job as before (docs/restarts.md).
+
+With MINIGLUON_PS_REPLICAS=1 in the launcher's environment, the first server that fails
+does not end the job: its replica serves its range (docs/replicas.md); the scheduler ends
+the job if it cannot.
 """
 import collections
 import json
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable, Optional
 
+from .. import config
 from .guard import STATS_MARKER, Lines, arm_for_parent, describe
 from .job import RESTART_ENV
 from ..telemetry import split_line
@@ -161,6 +166,7 @@ class ProcessGroup:
         self.grace = grace
         self.max_restarts = max_restarts
         self.restarts = collections.Counter()   # label -> restarts of that worker
+        self.spare_servers = config.ps_replicas()   # servers whose loss the job survives
         self.state, self.display = state, display
         self.members = []
         self.interrupted = None
@@ -240,6 +246,12 @@ class ProcessGroup:
     def _restart(self, member):
         """Start a failed worker again while the job's restart budget lasts; whether it was."""
         task = member.task
+        if task.role == "server" and self.spare_servers:
+            self.spare_servers -= 1
+            member.replaced = True
+            self._note(task.label, f"{task.label} failed ({describe(member.returncode)}); "
+                       "its replica serves its key range (MINIGLUON_PS_REPLICAS=1)")
+            return True
         used = sum(self.restarts.values())
         if task.role != "worker" or used >= self.max_restarts:
             return False

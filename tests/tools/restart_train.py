@@ -40,6 +40,8 @@ def parse_args():
                     help="add a Dropout layer; its masks are seeded per rank and step")
     ap.add_argument("--kill-every-time", action="store_true",
                     help="every process of RANK dies there, replacements too")
+    ap.add_argument("--step-sleep", type=float, default=0.0,
+                    help="seconds to sleep after each step (time for a fault from outside)")
     return ap.parse_args()
 
 
@@ -137,6 +139,7 @@ def main():
             trainer.step(x.shape[0])
             total, count = total + float(loss.sum().asscalar()), count + x.shape[0]
             print(f"STEP {step} {time.monotonic():.6f}", flush=True)
+            time.sleep(args.step_sleep)
         losses.append(total / count if count else None)
     if args.kvstore == "dist_async":
         store.barrier()                 # every push applied
