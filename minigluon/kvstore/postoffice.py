@@ -38,8 +38,13 @@ ClusterEnv = namedtuple("ClusterEnv", "role root_uri root_port num_server num_wo
 def read_env(role=None):
     """The validated DMLC_* settings of this process (ConfigError names a bad variable)."""
     role = role or config.ps_role()
-    return ClusterEnv(role, config.ps_root_uri(), config.ps_root_port(),
-                      config.ps_num_server(), config.ps_num_worker())
+    env = ClusterEnv(role, config.ps_root_uri(), config.ps_root_port(),
+                     config.ps_num_server(), config.ps_num_worker())
+    if config.ps_replicas() and env.num_server < 2:
+        raise ConfigError(f"MINIGLUON_PS_REPLICAS=1 needs at least 2 servers, got "
+                          f"DMLC_NUM_SERVER={env.num_server}; start more servers (-s 2) or "
+                          "unset MINIGLUON_PS_REPLICAS")
+    return env
 
 
 def resolve(host, variable):

@@ -67,11 +67,8 @@ class Replication:
 
     # ---- the primary side ----------------------------------------------------------------
     def start(self, po):
-        """Connect to this server's replica (after the node table came)."""
-        if po.num_servers < 2:
-            raise KVStoreError(f"MINIGLUON_PS_REPLICAS=1 needs at least 2 servers, got "
-                               f"DMLC_NUM_SERVER={po.num_servers}; start more servers or "
-                               "unset MINIGLUON_PS_REPLICAS")
+        """Connect to this server's replica (after the node table came; read_env made
+        sure there are 2 servers or more)."""
         self.replica_rank = replica_of(po.rank, po.num_servers)
         entry = next(e for e in po.servers if e["rank"] == self.replica_rank)
         ipc = entry.get("ipc")
@@ -120,6 +117,7 @@ class Replication:
     def replica_lost(self):
         """The replica is gone: what waited for it goes on, and the range has no copy."""
         self.peer = None
+        self.van.abandon(_PEER)
         waiting, self.waiting = self.waiting, {}
         self.van.log.warning("its replica, server %d, was lost: %d changes no longer wait "
                              "for it, and this server's range has no copy from now on",

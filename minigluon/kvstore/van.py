@@ -335,6 +335,16 @@ class Van:
             self._moved[old_handle] = self._send_request(new, pending.msg, pending)
         return len(moved)
 
+    def abandon(self, peer):
+        """Forget the unanswered requests to `peer`, which is gone and which nobody waits
+        for (no resend of them either); how many."""
+        gone = [h for h in self._pending if h[0] == peer]
+        for handle in gone:
+            del self._pending[handle]
+            if self.resender is not None:
+                self.resender.done(handle)
+        return len(gone)
+
     def _current(self, handle):
         """The handle a request has now (it changes when `reroute` moves it)."""
         while handle in self._moved:

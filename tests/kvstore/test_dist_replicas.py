@@ -5,9 +5,14 @@ the job's values equal, bit for bit, those of the same job without, and the copy
 server's replica holds equals the primary's: read with real PULL messages sent to the
 replica server (docs/replicas.md). Failover after a SIGKILL is in
 tests/tools/test_replicas.py."""
+import subprocess
+import sys
+
 import pytest
 
-from test_dist_cluster import run_job
+from minigluon import config
+from minigluon.config import ConfigError
+from test_dist_cluster import base_env, run_job
 
 WORKER = """
 from minigluon.kvstore.postoffice import server_name
@@ -73,3 +78,22 @@ def test_replicas_keep_values_bit_identical_and_the_copy_equals_the_primary(tmp_
             assert ours["values"] == theirs["values"]
     else:                            # every push applied once, in some order
         assert copied[0]["values"] == copied[1]["values"]
+
+
+@pytest.mark.parametrize("value, message", [("2", "must be 0 or 1, got 2"),
+                                            ("one", "must be an integer, got 'one'")])
+def test_bad_replica_counts_are_refused_naming_the_variable(monkeypatch, value, message):
+    monkeypatch.setenv("MINIGLUON_PS_REPLICAS", value)
+    with pytest.raises(ConfigError, match="MINIGLUON_PS_REPLICAS " + message):
+        config.ps_replicas()
+
+
+def test_one_server_cannot_keep_a_replica():
+    env = base_env({"DMLC_ROLE": "server", "DMLC_PS_ROOT_URI": "127.0.0.1",
+                    "DMLC_PS_ROOT_PORT": "9092", "DMLC_NUM_SERVER": "1",
+                    "DMLC_NUM_WORKER": "1", "MINIGLUON_PS_REPLICAS": "1"})
+    proc = subprocess.run([sys.executable, "-c", "import minigluon"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "MINIGLUON_PS_REPLICAS=1 needs at least 2 servers, got DMLC_NUM_SERVER=1" in \
+        proc.stderr

@@ -126,3 +126,21 @@ def test_dist_async_server_killed_counts_every_push_once(tmp_path):
           f"{diff:.2e} (of {abs(want):.2f})")
     assert lost == 0, run.text()
     assert diff <= 1e-5 * abs(want), run.text()
+
+
+@pytest.mark.timeout(120)
+def test_a_second_lost_server_ends_the_job(tmp_path):
+    """One lost server is survived, not two: after the failover the range served by its
+    replica has no copy left (docs/replicas.md)."""
+    run = launch(tmp_path, "restart_train.py", "--step-sleep", "0.3", replicas=True)
+    try:
+        kill_server_after(run, 3, rank=1)
+        run.wait_until(lambda: "server 0 serves its range from its copy" in run.err, 60,
+                       "the failover to server 0")
+        os.kill(server_pid(run, 0), signal.SIGKILL)
+        code = run.wait(60)
+        run.assert_nothing_left()
+    finally:
+        run.kill()
+    assert code != 0, run.text()
+    assert "server 0 failed first" in run.err, run.text()
