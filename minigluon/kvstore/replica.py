@@ -31,12 +31,13 @@ from .. import config
 from ..optimizer import get_updater
 from . import safe_pickle
 from .base import KVStoreError
-from .messages import Failover, ReplicaOp
+from .messages import Failover, ReplicaOp, RowIds
 from .partition import plan
 from .postoffice import host_id
+from .server_rows import Rows, init_rows, read_rows
 from .wire import Cmd, Flag, Message
 
-__all__ = ["Replication", "replica_of"]
+__all__ = ["Replication", "replica_of", "snapshot"]
 
 _PEER = "replica"               # the van's name for this server's replica
 
@@ -85,9 +86,13 @@ class Replication:
         if self.peer is None:
             return False
         body = ReplicaOp(self.server.po.token, op, **fields).encode()
-        msg = Message(Cmd.REPLICATE, key=state.key, store=state.store,
-                      flags=state.mode.wire_flags, dtype=state.dtype, shape=state.shape,
-                      offset=state.offset, length=state.length, payload=[body, values])
+        flags, frames = state.mode.wire_flags, [values]
+        if isinstance(values, Rows):        # a row_sparse key: its rows, as pushed
+            flags |= Flag.ROW_SPARSE
+            frames = [RowIds(values.ids).encode(), values.values.reshape(-1)]
+        msg = Message(Cmd.REPLICATE, key=state.key, store=state.store, flags=flags,
+                      dtype=state.dtype, shape=state.shape, offset=state.offset,
+                      length=state.length, payload=[body] + frames)
         return self._send(op, msg, then)
 
     def forward_store(self, op, store, then, blob=None, lr=0.0):
@@ -135,11 +140,19 @@ class Replication:
             self.van.log.info("dropped a late %s of key %r from lost server %d: its range "
                               "is served here now", head.op, msg.key, msg.sender)
         else:
-            getattr(self, f"_take_{head.op}")(msg.sender, msg, head)
+            try:
+                getattr(self, f"_take_{head.op}")(msg.sender, msg, head)
+            except Exception as err:  # noqa: BLE001 - acknowledged all the same: the
+                self.van.log.error(   # primary goes on; its copy is the one at fault
+                    "the copy of server %d's range no longer equals it: %s: %s",
+                    msg.sender, type(err).__name__, err)
         self.van.reply(identity, Message(Cmd.ACK, req=msg.req))
 
     def _take_init(self, owner, msg, head):
-        value = np.array(msg.array(1))             # its own aligned, writable copy
+        if msg.flags & Flag.ROW_SPARSE:
+            value = init_rows(_as_push(msg, Cmd.INIT))
+        else:
+            value = np.array(msg.array(1))         # its own aligned, writable copy
         state = self.new_key(msg, value)
         state.owner = owner
         self.copies[(msg.store, msg.key, msg.offset)] = state
@@ -166,9 +179,12 @@ class Replication:
         state.held[head.rank] = head.step
 
     def _apply_copy(self, state, msg):
-        merged = msg.array(1)
-        if not merged.flags.aligned:
-            merged = merged.copy()
+        if msg.flags & Flag.ROW_SPARSE:
+            merged = read_rows(_as_push(msg, Cmd.PUSH), "copy of")
+        else:
+            merged = msg.array(1)
+            if not merged.flags.aligned:
+                merged = merged.copy()
         try:
             self.apply(state, merged)
         except Exception as err:  # noqa: BLE001 - the primary's update failed alike
@@ -253,6 +269,21 @@ class Replication:
         state.owner = owner
         self.copies[(msg.store, msg.key, msg.offset)] = state
         return state
+
+
+def snapshot(merged):
+    """A copy of a merged round (an array, or Rows) that its server's next merge cannot
+    overwrite while it is sent."""
+    if isinstance(merged, Rows):
+        return Rows(merged.ids.copy(), merged.values.copy())
+    return merged.copy()
+
+
+def _as_push(msg, cmd):
+    """A REPLICATE of rows read as the PUSH (or INIT) of those rows."""
+    return Message(cmd, key=msg.key, store=msg.store, flags=msg.flags, dtype=msg.dtype,
+                   shape=msg.shape, offset=msg.offset, length=msg.length,
+                   payload=msg.payload[1:])
 
 
 def _frame(frame):

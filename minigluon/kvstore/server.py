@@ -58,7 +58,7 @@ from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, Optimizer
 from .modes import from_wire
 from . import safe_pickle
 from .postoffice import PostOffice
-from .replica import Replication
+from .replica import Replication, snapshot
 from .server_rows import (Rows, RowsRefused, init_rows, merge_rows, read_rows, rows_as_dense,
                           take_rows, update_rows)
 from .shm import Segment
@@ -274,8 +274,8 @@ class KVServer:
             self.van.log.warning("ignored a FAILOVER from the scheduler: %s", err)
 
     def _replicated(self, state):
-        """Whether changes of the key slice go to a replica first (an own dense slice)."""
-        return self.replication is not None and state.owner is None and not state.row_sparse
+        """Whether changes of the key slice go to a replica first (an own slice)."""
+        return self.replication is not None and state.owner is None
 
     def _find(self, store, key, offset):
         """This server's slice of a key, or the copy it serves for a lost server."""
@@ -435,8 +435,9 @@ class KVServer:
             return
         state = _Key(msg, value)
         done = functools.partial(self._init_done, identity, msg, state)
+        sent = read_rows(msg, "init of") if state.row_sparse else value
         if not (self._replicated(state) and
-                self.replication.forward("init", state, value, done)):
+                self.replication.forward("init", state, sent, done)):
             done()
 
     def _init_done(self, identity, msg, state):
@@ -492,7 +493,7 @@ class KVServer:
             self._ack(identity, msg)
         merged = self._merge(state, [entry])
         if replicated:        # a received frame is never written; a merge buffer may be
-            values = merged if merged is data and not in_shm else merged.copy()
+            values = merged if merged is data and not in_shm else snapshot(merged)
             replicated = self.replication.forward(
                 "push", state, values, functools.partial(self._ack, identity, msg),
                 rank=msg.sender, step=msg.version)
@@ -577,7 +578,7 @@ class KVServer:
         try:
             merged = self._merge(state, entries)
             copied = self._replicated(state) and self.replication.forward(
-                "round", state, merged.copy(), done, step=state.round + 1)
+                "round", state, snapshot(merged), done, step=state.round + 1)
             self._apply(state, merged)
         except Exception as err:  # noqa: BLE001 - any failure is reported to the pullers
             self.van.log.exception("update of key %r, round %d failed", state.key,

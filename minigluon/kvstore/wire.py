@@ -322,8 +322,18 @@ def _check_payload(msg):
 
 
 def _check_replica(msg):
-    """A REPLICATE: a ReplicaOp frame, then the values of the slice (an op with a dtype)
-    or at most one bytes frame (an optimizer or its states)."""
+    """A REPLICATE: a ReplicaOp frame, then the values of the slice (an op with a dtype;
+    with ROW_SPARSE, row ids and their rows as a PUSH carries them) or at most one bytes
+    frame (an optimizer or its states)."""
+    if msg.flags & Flag.ROW_SPARSE:
+        if len(msg.payload) != 3:
+            raise WireError(f"REPLICATE of rows of key {msg.key!r} needs 3 payload frames, "
+                            f"got {len(msg.payload)}")
+        rows = Message(Cmd.PUSH, key=msg.key, flags=msg.flags, dtype=msg.dtype,
+                       shape=msg.shape, offset=msg.offset, length=msg.length,
+                       payload=msg.payload[1:])
+        _check_rows(rows)
+        return
     if not 1 <= len(msg.payload) <= 2:
         raise WireError(f"REPLICATE needs 1 or 2 payload frames, got {len(msg.payload)}")
     if msg.dtype is not None:

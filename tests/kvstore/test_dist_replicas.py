@@ -1,6 +1,6 @@
 """Replicated servers (MINIGLUON_PS_REPLICAS=1, replica.py) on real clusters: 2 servers,
-2 workers, a split key and whole keys, SGD with momentum on the servers, a new learning
-rate half way. With replicas
+2 workers, a split key, whole keys and a row_sparse key, SGD with momentum on the
+servers, a new learning rate half way. With replicas
 the job's values equal, bit for bit, those of the same job without, and the copy that each
 server's replica holds equals the primary's: read with real PULL messages sent to the
 replica server (docs/replicas.md). Failover after a SIGKILL is in
@@ -24,6 +24,9 @@ kv = mx.kv.create(MODE)
 shapes = {{3: (3,), 5: (40, 50), 8: (7,), 9: (5, 5)}}      # key 5: 2000 > the bound, split
 for k, shape in shapes.items():
     kv.init(k, nd.arange(int(np.prod(shape))).reshape(shape) / 100.0)
+ROWS = 11                       # a row_sparse key of 30 rows of 4
+kv.init(ROWS, nd.sparse.row_sparse_array((np.ones((2, 4), np.float32), [3, 17]),
+                                         shape=(30, 4)))
 kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, rescale_grad=0.5))
 outs = {{k: nd.zeros(s) for k, s in shapes.items()}}
 for t in range(1, 7):
@@ -34,9 +37,16 @@ for t in range(1, 7):
         grad = nd.ones(shape) * np.sin(t * (kv.rank + 1) * (k + 1))
         kv.push(k, grad)
         kv.pull(k, out=outs[k])
+    touched = sorted({{(t * 7 + kv.rank) % 30, (t * 3) % 30}})
+    kv.push(ROWS, nd.sparse.row_sparse_array(
+        (np.full((len(touched), 4), t + kv.rank, np.float32), touched), shape=(30, 4)))
 kv.barrier()                    # dist_async: every push applied by now
 for k in shapes:
     kv.pull(k, out=outs[k])
+rows_out = nd.sparse.zeros('row_sparse', (30, 4))
+kv.row_sparse_pull(ROWS, out=rows_out, row_ids=nd.arange(30))
+outs[ROWS] = rows_out.tostype('default')
+shapes[ROWS] = (30, 4)
 
 
 def copy_of(k):
@@ -69,7 +79,7 @@ def test_replicas_keep_values_bit_identical_and_the_copy_equals_the_primary(tmp_
     assert all(r["parts"] == 2 for r in copied)
     for res in copied:
         assert all(res["copies_equal"].values()), res["copies_equal"]
-        assert len(res["copies_equal"]) == 4
+        assert len(res["copies_equal"]) == 5
     if mode == "dist_sync":          # the same rounds, the same sums, the same updates
         plain, _ = run_job(tmp_path, WORKER.format(mode=mode, check_copies=False), workers=2,
                            servers=2, env=env)
