@@ -192,3 +192,11 @@ def test_decoders_return_a_valid_value_or_raise_body_error():
             assert cls.decode(again).encode() == again, (cls, body, value)
             outcomes["value"] += 1
         assert sum(outcomes.values()) == TRIES
+
+
+def test_every_command_says_what_its_payload_holds():
+    # decode looks the command up in this table; a missing entry would be a KeyError in
+    # the server's receive loop instead of a WireError answered to the sender
+    from minigluon.kvstore.wire import payload_kind
+    kinds = {payload_kind(cmd) for cmd in Cmd}      # a KeyError here names the command
+    assert {"array", "bytes", "none"} <= kinds
