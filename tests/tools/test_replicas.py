@@ -144,3 +144,14 @@ def test_a_second_lost_server_ends_the_job(tmp_path):
         run.kill()
     assert code != 0, run.text()
     assert "server 0 failed first" in run.err, run.text()
+
+
+@pytest.mark.parametrize("value, servers, message", [
+    ("2", 2, "MINIGLUON_PS_REPLICAS must be 0 or 1, got 2"),
+    ("1", 1, "MINIGLUON_PS_REPLICAS=1 needs at least 2 servers, got -s 1; help: start 2"),
+])
+def test_replica_setup_errors_start_nothing(job, value, servers, message):
+    run = job(["-n", 1, "-s", servers, *job.stub.split()],
+              env=clean_env(MINIGLUON_PS_REPLICAS=value))
+    assert run.wait() == 2 and message in run.err, run.text()
+    assert run.stubs() == []
