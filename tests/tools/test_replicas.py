@@ -3,10 +3,10 @@ server SIGKILLed by PID in the middle of a real job (scheduler, 2 servers, 2 wor
 the local launcher) is replaced by its replica, and the job ends as if nothing happened.
 
 dist_sync: restart_train.py's LeNet-like net ends with the parameters of a job without
-replicas that lost nothing, bit for bit. dist_async: replica_linear.py's linear model ends
-at the closed form of every push counted exactly once. `-s` prints the figures: time
-from the kill to the first step after the failover, steps lost (steps some worker ran twice or
-never).
+replicas that lost nothing, bit for bit. dist_async: replica_linear.py's linear model
+and row_sparse key end at the closed form of every push counted exactly once. `-s` prints
+the figures: time from the kill to the first step after the failover, steps lost (steps
+some worker ran twice or never).
 """
 import os
 import re
@@ -121,6 +121,12 @@ def test_dist_async_server_killed_counts_every_push_once(tmp_path):
     want = 1 - lr * 3 * sum(range(1, steps + 1))
     diff = max(float(np.abs(np.load(tmp_path / f"weight-{r}.npy") - want).max())
                for r in (0, 1))
+    rows = np.zeros((10, 3), np.float64)           # replica_linear.py's row_sparse key
+    for t in range(1, steps + 1):
+        for r in (0, 1):
+            rows[(3 * t + r) % 10] -= lr / 2 * (r + 1) * t
+    for r in (0, 1):
+        assert np.allclose(np.load(tmp_path / f"rows-{r}.npy"), rows, rtol=1e-5), r
     print(f"\ndist_async, server 1 SIGKILLed after step 8: next step after the "
           f"failover {to_next:.2f} s after the kill, steps lost {lost}, |weights - closed form| "
           f"{diff:.2e} (of {abs(want):.2f})")
