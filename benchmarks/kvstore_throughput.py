@@ -18,7 +18,11 @@ pass arrays of 64 KiB and more through shared memory and the rest over ipc:// (s
 `W1S1_plain_tcp` uses TCP only (MINIGLUON_KVSTORE_IPC=0, MINIGLUON_KVSTORE_SHM=0).
 With --secret-cost every minigluon cluster also runs with MINIGLUON_PS_SECRET (HMAC tags on
 every message, auth.py), right after the same cluster without, and `secret_cost` gives the
-ratio of their s_per_iter. The
+ratio of their s_per_iter. With --replicas every cluster of 2 or more servers also runs
+with MINIGLUON_PS_REPLICAS=1 (each server copies every round of its keys to the next
+server before it answers, docs/replicas.md), right after the same cluster without, and
+`replica_cost` gives the ratio of their s_per_iter; --only W2S2 keeps the clusters whose
+name starts so. The
 rounds of minigluon and MXNet alternate, so a noisy neighbour slows both alike. `lenet_step_ms` compares one Gluon LeNet training step
 (batch 64) with kvstore 'local' and an embedded one-worker 'dist_sync'.
 
@@ -27,7 +31,7 @@ kvstore, e.g. `pip install mxnet==1.9.1 numpy==1.23.5` in a venv), the same clus
 with MXNet too, in the same run, and `ratio_vs_mxnet` gives minigluon / MXNet MB/s.
 
     python benchmarks/kvstore_throughput.py [--iters 20] [--repeats 3]
-        [--mxnet-python /venv/bin/python] [--secret-cost]
+        [--mxnet-python /venv/bin/python] [--secret-cost] [--replicas] [--only W2S2]
 """
 import argparse
 import json
@@ -189,6 +193,11 @@ def main():
     parser.add_argument("--secret-cost", action="store_true",
                         help="also run every minigluon cluster with MINIGLUON_PS_SECRET set "
                              "(interleaved) and report secret_cost = s_per_iter ratios")
+    parser.add_argument("--replicas", action="store_true",
+                        help="also run every cluster of 2+ servers with MINIGLUON_PS_REPLICAS"
+                             "=1 (interleaved) and report replica_cost = s_per_iter ratios")
+    parser.add_argument("--only", default="",
+                        help="run only the clusters whose name starts with this (e.g. W2S2)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--variant", default="plain", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -209,6 +218,12 @@ def main():
         runs = [(f"{name}{tag}", w, s, v, dict(env or {}, MINIGLUON_PS_SECRET=value))
                 for name, w, s, v, env in runs
                 for tag, value in (("", ""), ("_secret", secret))]
+    if args.replicas:            # each cluster of 2+ servers without, then with a replica
+        runs = [(f"{name}{tag}", w, s, v, dict(env or {}, MINIGLUON_PS_REPLICAS="1")
+                 if tag else env)
+                for name, w, s, v, env in runs for tag in ("", "_replicas")
+                if s >= 2 or not tag]
+    runs = [r for r in runs if r[0].startswith(args.only)]
     rounds = {}
     for _ in range(args.repeats):
         for name, workers, servers, variant, env in runs:
@@ -229,6 +244,11 @@ def main():
         report["secret_cost"] = {
             name: round(figs[f"{name}_secret"]["s_per_iter"] / fig["s_per_iter"], 3)
             for name, fig in figs.items() if f"{name}_secret" in figs}
+    if args.replicas:
+        figs = report["minigluon"]
+        report["replica_cost"] = {
+            name: round(figs[f"{name}_replicas"]["s_per_iter"] / fig["s_per_iter"], 3)
+            for name, fig in figs.items() if f"{name}_replicas" in figs}
     report["lenet_step_ms"] = lenet_step_ms()
     print(json.dumps(report))
 

@@ -386,6 +386,18 @@ def max_restarts():
     return env_int("MINIGLUON_MAX_RESTARTS", 0, minimum=0)
 
 
+def ps_replicas():
+    """How many other servers hold a copy of each server's key range (MINIGLUON_PS_REPLICAS,
+    0 or 1; default 0). With 1, server s copies every change of its range to server
+    (s + 1) mod S before it answers, and a lost server's range is served by that copy
+    (docs/replicas.md)."""
+    value = env_int("MINIGLUON_PS_REPLICAS", 0, minimum=0)
+    if value > 1:
+        raise ConfigError(f"MINIGLUON_PS_REPLICAS must be 0 or 1, got {value}; one replica "
+                          "per range is what the servers keep (docs/replicas.md)")
+    return value
+
+
 def restart_count():
     """How many times this worker's rank was restarted before this process
     (MINIGLUON_RESTART_COUNT, set by minigluon-launch on a replacement; default 0). Above

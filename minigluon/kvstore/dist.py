@@ -42,6 +42,11 @@ Buckets (`bucket_server`, `push_bucket`, `pull_bucket_later`): the small dense k
 server pushed as one PUSH_MANY message and pulled with one PULL_MANY, so per-message
 costs are paid once for them (gluon/overlap.py gathers them); each key still counts its
 own round, and the servers merge each key as if it came alone.
+With MINIGLUON_PS_REPLICAS=1 (docs/replicas.md) a worker keeps each request to a server
+until its reply, and when the scheduler says a server was lost (FAILOVER) sends its
+requests to the server that holds the copy of its range from then on, the unanswered
+ones again; a payload of 64 KiB and more that is the caller's memory is copied first (a
+dist_sync push is acknowledged only once its whole round is copied).
 
 PS_RESEND=1 sends unanswered requests again (van.py, resender.py); a request's payload of
 64 KiB and more is the caller's or this store's buffer, which is reused only after the
@@ -62,8 +67,8 @@ from ..ndarray.sparse import RowSparseStorage, row_sparse_array
 from ..optimizer import Updater, get_updater
 from .base import KVStore, KVStoreError, check_same_layout
 from .compression import TwoBitCompressor
-from .messages import (BodyError, LearningRate, OptimizerBlob, ProbeToken, ResumePoint,
-                       RowIds, SegmentName, StatesBlob)
+from .messages import (BodyError, Failover, LearningRate, OptimizerBlob, ProbeToken,
+                       ResumePoint, RowIds, SegmentName, StatesBlob)
 from .modes import mode_of
 from .partition import plan
 from .postoffice import PostOffice, read_env, server_name
@@ -111,6 +116,9 @@ class _WorkerNode:
             raise KVStoreError(f"DMLC_ROLE={role}: a {role} process serves the job when "
                                "minigluon is imported and never creates a kvstore")
         self.po.connect_servers()
+        if config.ps_replicas():       # a lost server's requests go to its replica
+            self.po.van.keep_requests = True
+            self.po.notices[Cmd.FAILOVER] = self._failover
         self.segments = []          # shared memory this worker made (unlinked at exit)
         self.shm = self._probe_shm()
         self.resume = self._ask_resume(config.restart_count())
@@ -184,6 +192,20 @@ class _WorkerNode:
         self.po.van.log.warning("restart %d of this rank: resuming after step %d%s",
                                 restarts, step, note)
         return resume
+
+    def _failover(self, msg):
+        """Server `lost` is gone: send its requests, and those it had not answered, to the
+        server that holds the copy of its range (replica.py)."""
+        try:
+            news = Failover.decode(msg.body())
+        except BodyError as err:
+            self.po.van.log.warning("ignored a FAILOVER from the scheduler: %s", err)
+            return
+        moved = self.po.van.reroute(server_name(news.lost), server_name(news.to))
+        self.shm[news.lost] = self.shm[news.to]
+        self.po.van.log.warning("server %d was lost (%s); its range is served by server %d, "
+                                "%d requests sent there again", news.lost, news.reason,
+                                news.to, moved)
 
     def _write_stats(self):
         """MINIGLUON_LAUNCH_STATS_DIR: leave this worker's step statistics for the launcher."""
@@ -495,7 +517,7 @@ class KVStoreDist(KVStore):
         zero_copy, borrowed = [], []
         for i, (server, off, n) in enumerate(info.parts):
             payload, flags, threshold = flat[off:off + n], self._flags, 0.0
-            on_reply = None
+            on_reply, copied = None, False
             if self._compressor is not None:
                 payload = self._compressor.compress(info.key, flat, off, n)
                 flags |= Flag.COMPRESSED_2BIT
@@ -505,6 +527,8 @@ class KVStoreDist(KVStore):
                 np.copyto(seg.view(payload.dtype, n), payload)
                 flags |= Flag.SHM
                 payload, on_reply = SegmentName(seg.name).encode(), seg.release
+            elif self._van.keep_requests and not own and payload.nbytes >= _ZERO_COPY_BYTES:
+                payload, copied = payload.copy(), True  # replicas: acks wait for the round
             msg = Message(Cmd.PUSH, key=info.key, store=self._store, flags=flags,
                           dtype=info.dtype, shape=info.shape, version=info.pushes, offset=off,
                           length=n, threshold=threshold, payload=[payload])
@@ -512,7 +536,7 @@ class KVStoreDist(KVStore):
                                     on_reply=on_reply, background=True)
             if on_reply is not None:
                 seg.req = req
-            elif flags == self._flags and payload.nbytes >= _ZERO_COPY_BYTES:
+            elif not copied and flags == self._flags and payload.nbytes >= _ZERO_COPY_BYTES:
                 (zero_copy if own else borrowed).append(req)
         if own:
             info.send_reqs = zero_copy
@@ -684,10 +708,12 @@ class KVStoreDist(KVStore):
     def bucket_server(self, key, limit):
         """The server of key `key` if a bucket may carry it, else None: a dense int key
         held whole by one server, of fewer than `limit` bytes, that would not go through
-        shared memory, in a store without gradient compression."""
+        shared memory, in a store without gradient compression or server replicas."""
         info = self._keys.get(key)
+        # with replicas a push is acknowledged once its round is copied, per key; a bucket's
+        # one ACK would not say which keys were copied, so replicated jobs push key by key
         if info is None or info.row is not None or self._compressor is not None or \
-                len(info.parts) != 1 or not isinstance(key, int):
+                len(info.parts) != 1 or not isinstance(key, int) or config.ps_replicas():
             return None
         server, _, n = info.parts[0]
         nbytes = n * np.dtype(info.dtype).itemsize
@@ -816,8 +842,8 @@ class KVStoreDist(KVStore):
 
     def _to_all_servers(self, cmd, body, what, flags=Flag.NONE, on_reply=None):
         reqs = []
-        for rank in range(self.num_servers):
-            msg = Message(cmd, store=self._store, flags=flags,
+        for rank in range(self.num_servers):      # key: the server meant (replicas)
+            msg = Message(cmd, key=rank, store=self._store, flags=flags,
                           payload=[] if body is None else [body])
             reply = None if on_reply is None else functools.partial(on_reply, rank)
             reqs.append(self._van.request(server_name(rank), msg, what, on_reply=reply))
@@ -846,7 +872,8 @@ class KVStoreDist(KVStore):
             part = Updater(updater.optimizer)
             part.states = self._states_of_server(updater.states, rank)
             body = StatesBlob(self._po.token, part.get_states(dump_optimizer=True))
-            msg = Message(Cmd.SET_STATES, store=self._store, payload=[body.encode()])
+            msg = Message(Cmd.SET_STATES, key=rank, store=self._store,
+                          payload=[body.encode()])
             self._van.wait([self._van.request(server_name(rank), msg,
                                               "load_optimizer_states")])
         updater.states = {}

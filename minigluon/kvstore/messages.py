@@ -10,6 +10,8 @@ lives in one place:
     BYTES to REGISTER   NodeTable      JSON {rank, num_workers, num_servers, servers, token}
     NODE_LOST           NodeLost       JSON {lost, reason, workers_left}
     WORKER_JOINED       WorkerJoined   JSON {rank, identity, restarts}
+    FAILOVER            Failover       JSON {lost, to, reason}
+    REPLICATE (frame 0) ReplicaOp      JSON {token, op, rank, step, lr}
     BYTES to RESUME     ResumePoint    JSON {keys, low, high}
     ABORT               Abort          JSON {reason, lost} (any other text is the reason)
     SET_LR              LearningRate   one little-endian float64
@@ -39,7 +41,8 @@ import numpy as np
 
 from .base import KVStoreError
 
-__all__ = ["BodyError", "Registration", "NodeTable", "NodeLost", "WorkerJoined",
+__all__ = ["BodyError", "Registration", "NodeTable", "NodeLost", "WorkerJoined", "Failover",
+           "ReplicaOp",
            "ResumePoint", "Abort", "LearningRate",
            "OptimizerBlob", "StatesBlob", "SegmentName", "ProbeToken", "RowIds", "BucketEntry",
            "BucketTable", "Text", "BODIES", "TOKEN_BYTES"]
@@ -218,14 +221,18 @@ class NodeTable:
 
     @classmethod
     def _token(cls, text):
-        try:
-            token = bytes.fromhex(text)
-        except ValueError:
-            token = None
-        if token is None or len(token) != TOKEN_BYTES:
-            raise _fail(cls.LABEL, f"'token' must be {TOKEN_BYTES} bytes in hex, got "
-                                   f"{_short(text)}")
-        return token
+        return _hex_token(cls.LABEL, text)
+
+
+def _hex_token(label, text):
+    """The job token from its hex text."""
+    try:
+        token = bytes.fromhex(text)
+    except ValueError:
+        token = None
+    if token is None or len(token) != TOKEN_BYTES:
+        raise _fail(label, f"'token' must be {TOKEN_BYTES} bytes in hex, got {_short(text)}")
+    return token
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +279,61 @@ class WorkerJoined:
             raise _fail(cls.LABEL, f"'rank' must be >= 0, got {rank}")
         return cls(rank, _take(cls.LABEL, news, "identity", (str,)),
                    _take(cls.LABEL, news, "restarts", (int,)))
+
+
+@dataclass(frozen=True, slots=True)
+class Failover:
+    """FAILOVER: server `lost` is gone and server `to`, which holds the copy of its key
+    range (MINIGLUON_PS_REPLICAS=1), serves that range from now on."""
+    lost: int
+    to: int
+    reason: str
+
+    LABEL = "FAILOVER"
+
+    def encode(self):
+        return _encode_json({"lost": self.lost, "to": self.to, "reason": self.reason})
+
+    @classmethod
+    def decode(cls, body):
+        news = _json_object(cls.LABEL, body)
+        lost, to = (_take(cls.LABEL, news, k, (int,)) for k in ("lost", "to"))
+        if lost < 0 or to < 0 or lost == to:
+            raise _fail(cls.LABEL, f"expected two different server ranks >= 0, got lost "
+                                   f"{lost} and to {to}")
+        return cls(lost, to, _take(cls.LABEL, news, "reason", (str,)))
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaOp:
+    """The first frame of a REPLICATE: which change of its range a server copies to its
+    replica. `op`: 'init' (a key's first value), 'round' (a dist_sync round's merged
+    gradient, or sum without an optimizer), 'push' (one dist_async push of worker `rank`,
+    its `step`-th), 'optimizer', 'states' (a blob frame follows) or 'lr' (the new rate).
+    `token`: the job's, so that only a server of the job changes a replica."""
+    token: bytes
+    op: str
+    rank: int = -1
+    step: int = 0
+    lr: float = 0.0
+
+    LABEL = "REPLICATE"
+    OPS = ("init", "round", "push", "optimizer", "states", "lr")
+
+    def encode(self):
+        return _encode_json({"token": bytes(self.token).hex(), "op": self.op,
+                             "rank": self.rank, "step": self.step, "lr": self.lr})
+
+    @classmethod
+    def decode(cls, body):
+        head = _json_object(cls.LABEL, body)
+        op = _take(cls.LABEL, head, "op", (str,))
+        if op not in cls.OPS:
+            raise _fail(cls.LABEL, f"unknown op {_short(op)}; expected one of {cls.OPS}")
+        token = _hex_token(cls.LABEL, _take(cls.LABEL, head, "token", (str,)))
+        rank, step = (_take(cls.LABEL, head, k, (int,)) for k in ("rank", "step"))
+        lr = _take(cls.LABEL, head, "lr", (int, float))
+        return cls(token, op, rank, step, float(lr))
 
 
 @dataclass(frozen=True, slots=True)
@@ -523,5 +585,6 @@ class Text:
         return cls(bytes(body).decode("utf-8", errors="replace"))
 
 
-BODIES = (Registration, NodeTable, NodeLost, WorkerJoined, ResumePoint, Abort, LearningRate, OptimizerBlob, StatesBlob,
-          SegmentName, ProbeToken, RowIds, BucketTable, Text)
+BODIES = (Registration, NodeTable, NodeLost, WorkerJoined, Failover, ReplicaOp, ResumePoint, Abort,
+          LearningRate, OptimizerBlob, StatesBlob, SegmentName, ProbeToken, RowIds, BucketTable,
+          Text)

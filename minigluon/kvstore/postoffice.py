@@ -44,8 +44,13 @@ ClusterEnv = namedtuple("ClusterEnv", "role root_uri root_port num_server num_wo
 def read_env(role=None):
     """The validated DMLC_* settings of this process (ConfigError names a bad variable)."""
     role = role or config.ps_role()
-    return ClusterEnv(role, config.ps_root_uri(), config.ps_root_port(),
-                      config.ps_num_server(), config.ps_num_worker())
+    env = ClusterEnv(role, config.ps_root_uri(), config.ps_root_port(),
+                     config.ps_num_server(), config.ps_num_worker())
+    if config.ps_replicas() and env.num_server < 2:
+        raise ConfigError(f"MINIGLUON_PS_REPLICAS=1 needs at least 2 servers, got "
+                          f"DMLC_NUM_SERVER={env.num_server}; start more servers (-s 2) or "
+                          "unset MINIGLUON_PS_REPLICAS")
+    return env
 
 
 def resolve(host, variable):
@@ -168,6 +173,7 @@ class PostOffice:
         self._rejoins_seen = 0            # the heartbeat's rejoins this thread acted on
         if config.max_restarts():
             self.van.resendable.add("scheduler")
+        self.notices = {}                 # Cmd -> handler(msg) of the scheduler's news
         self.identity = f"{self.role}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
     @property
@@ -290,6 +296,10 @@ class PostOffice:
             os._exit(1)
 
     def _on_notice(self, source, msg):
+        handler = self.notices.get(msg.cmd) if source == "scheduler" else None
+        if handler is not None:
+            handler(msg)
+            return
         if msg.cmd == Cmd.NODE_LOST and source == "scheduler":
             try:
                 news = NodeLost.decode(msg.body())

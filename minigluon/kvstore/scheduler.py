@@ -55,9 +55,11 @@ from .. import config
 from ..config import ConfigError
 from .liveness import abort_payload, describe
 from .. import telemetry
-from .messages import BodyError, NodeLost, NodeTable, Registration, Text, WorkerJoined
+from .messages import (BodyError, Failover, NodeLost, NodeTable, Registration, Text,
+                       WorkerJoined)
 from .postoffice import resolve
 from .rejoin import Rebuild
+from .replica import replica_of
 from .throttle import LogThrottle
 from .van import Van
 from .wire import Cmd, Message
@@ -149,6 +151,7 @@ class Scheduler:
         self._barrier = []               # (identity, request id) of workers in the barrier
         self._barriers_done = 0          # barriers released so far
         self._max_restarts = config.max_restarts()
+        self._replicas = config.ps_replicas()
         self._restart_timeout = config.restart_timeout()
         self._status = None              # the exit status, once the job is over
         self._parent = config.kvstore_parent_pid()
@@ -313,7 +316,9 @@ class Scheduler:
                 "scheduler lost together end the job)")
 
     def _lost(self, node, reason):
-        if node.role == "worker" and self._ranked and self._max_restarts:
+        if node.role == "server" and self._ranked and self._replicas:
+            self._fail_over(node, reason)
+        elif node.role == "worker" and self._ranked and self._max_restarts:
             self._hold(node, reason)
         elif node.role == "worker" and self._ranked and self._async:
             self._drop(node, reason)
@@ -327,6 +332,25 @@ class Scheduler:
         self.van.log.warning("%s was lost: %s; holding the job for its replacement (up to "
                              "%g s, MINIGLUON_RESTART_TIMEOUT)", node, reason,
                              self._restart_timeout)
+
+    def _fail_over(self, node, reason):
+        """Replicas (replica.py): the lost server's replica serves its range from now on;
+        the servers, then the workers, are told (FAILOVER). One lost server is survived:
+        a second, or a lost replica, ends the job."""
+        rank = replica_of(node.rank, self.env.num_server)
+        heir = next((n for n in self._role("server") if n.rank == rank), None)
+        earlier = self._role("server", "lost")
+        if heir is None or heir.state != "up" or earlier:
+            gone = earlier[0] if earlier else heir
+            self._abort(f"{reason}; its range's copy is lost too ({gone} was lost "
+                        "before; MINIGLUON_PS_REPLICAS=1 survives one lost server)", node)
+            return
+        node.state = "lost"
+        self.van.log.warning("%s was lost: %s; server %d serves its range from its copy "
+                             "(MINIGLUON_PS_REPLICAS=1)", node, reason, rank)
+        news = Failover(node.rank, rank, reason).encode()
+        for other in self._role("server", "up") + self._role("worker", "up"):
+            self.van.reply(other.identity, Message(Cmd.FAILOVER, payload=[news]))
 
     def _drop(self, node, reason):
         """dist_async: go on without a lost worker."""

@@ -30,10 +30,17 @@ of the round before the last, which a replacement pulls to recompute the lost st
 that key's round was completed with the lost process's push. A replacement of worker 0
 initializes keys and sets the optimizer as worker 0 does: what the lost one had done
 already is acknowledged and kept (values, optimizer states), what it had not is done.
-"""
-import time
 
+Replicas (MINIGLUON_PS_REPLICAS=1, replica.py, docs/replicas.md): every change of this
+server's own dense key slices (an init, a merged round, a dist_async push, the optimizer)
+goes to the next server first; the pushes, pulls and inits it concerns are answered once
+that server acknowledged it (`_round_safe`: `safe` is the last round that may be
+answered). This server holds the copy of the previous server's range and, once that one
+is lost, serves it: `_find` looks a request's slice up among the copies too.
+"""
+import functools
 import os
+import time
 
 import numpy as np
 
@@ -51,6 +58,7 @@ from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, Optimizer
 from .modes import from_wire
 from . import safe_pickle
 from .postoffice import PostOffice
+from .replica import Replication, snapshot
 from .server_rows import (Rows, RowsRefused, init_rows, merge_rows, read_rows, rows_as_dense,
                           take_rows, update_rows)
 from .shm import Segment
@@ -79,7 +87,7 @@ class _Key:
 
     __slots__ = ("key", "store", "dtype", "shape", "offset", "length", "mode", "value",
                  "spare", "round", "pushes", "ahead", "pulls", "trackers", "row_sparse",
-                 "failed", "rows_scratch", "held", "prev")
+                 "failed", "rows_scratch", "held", "prev", "owner", "safe")
 
     def __init__(self, msg, value):
         self.key, self.store, self.dtype, self.shape = msg.key, msg.store, msg.dtype, msg.shape
@@ -97,6 +105,8 @@ class _Key:
         self.rows_scratch = (np.empty(0, np.int64), np.empty(0, self.dtype))
         self.held = {}                  # rank -> pushes taken from it (restarts dedupe)
         self.prev = None                # restarts, dist_sync: the value of round - 1
+        self.owner = None               # replicas: the lost server's rank for a copy
+        self.safe = 0                   # rounds whose pulls may be answered (replicated)
 
     def describe(self):
         stype = "row_sparse " if self.row_sparse else ""
@@ -171,6 +181,8 @@ class KVServer:
         self._replacements = set()     # identities of restarted workers
         self._complaints = LogThrottle(self.van.log, "refused requests")
         self._telemetry = telemetry.Sender("server", telemetry.NODE_INTERVAL)
+        self.replication = Replication(self, _Key, self._apply) \
+            if config.ps_replicas() else None
         self.push_bytes = self.pull_bytes = 0     # payload bytes taken and sent, shm too
 
     @property
@@ -182,6 +194,8 @@ class KVServer:
         try:
             self.po.start(check=self._check_parent)
             self._workers = {ident.encode(): rank for rank, ident in enumerate(self.po.workers)}
+            if self.replication is not None:
+                self.replication.start(self.po)
             self.van.log.info("serving")
             while not self._done:
                 self.van.poll(200)
@@ -212,8 +226,13 @@ class KVServer:
                 self._worker_lost(msg)
             elif msg.cmd == Cmd.WORKER_JOINED:
                 self._worker_joined(msg)
+            elif msg.cmd == Cmd.FAILOVER and self.replication is not None:
+                self._failover(msg)
             else:
                 self.van.log.warning("ignored %r from the scheduler", msg)
+            return
+        if msg.cmd == Cmd.REPLICATE:
+            self._replicate_in(source, msg)
             return
         if self._should_park(source):
             self._parked.append((time.monotonic() + _PARK_SECONDS, source, msg))
@@ -236,6 +255,47 @@ class KVServer:
             lost = self._lost.get(msg.sender) if rank is None else None
             raise _Refused(f"{msg.cmd.name} from a peer that is not a worker of this job"
                            + (f" ({lost})" if lost else ""))
+
+    # ---- replicas (replica.py) ------------------------------------------------------------
+    def _replicate_in(self, source, msg):
+        """A change of the predecessor's range, for the copy this server keeps."""
+        if self.replication is None:
+            self._refuse(source, msg, "REPLICATE to a server that keeps no copies; give every "
+                                      "process of the job the same MINIGLUON_PS_REPLICAS")
+            return
+        try:
+            self.replication.take(source, msg)
+        except (KVStoreError, BodyError) as err:
+            self._refuse(source, msg, str(err))
+
+    def _failover(self, msg):
+        try:
+            self.replication.failover(msg.body())
+        except BodyError as err:
+            self.van.log.warning("ignored a FAILOVER from the scheduler: %s", err)
+
+    def _replicated(self, state):
+        """Whether changes of the key slice go to a replica first (an own slice)."""
+        return self.replication is not None and state.owner is None
+
+    def _find(self, store, key, offset):
+        """This server's slice of a key, or the copy it serves for a lost server."""
+        state = self.keys.get((store, key))
+        if (state is None or state.offset != offset) and self.replication is not None:
+            return self.replication.find(store, key, offset) or state
+        return state
+
+    def _updater_of(self, state):
+        if state.owner is None:
+            return self.updaters.get(state.store)
+        return self.replication.updaters.get((state.owner, state.store))
+
+    def _taken_by_copy(self, state, msg):
+        """A re-routed push the copy holds already: of a round it merged (dist_sync), or a
+        (rank, step) it applied (dist_async)."""
+        if state.mode.sync:
+            return msg.version <= state.round
+        return msg.version <= state.held.get(msg.sender, 0)
 
     # ---- restarts -----------------------------------------------------------------------
     def _should_park(self, identity):
@@ -325,7 +385,7 @@ class KVServer:
             self._init_waits = {}
 
     def _state(self, msg, where):
-        state = self.keys.get((msg.store, msg.key))
+        state = self._find(msg.store, msg.key, msg.offset)
         if state is None:
             raise _Refused(f"{where} key {msg.key!r}: the key has not been initialized; call "
                            f"kv.init({msg.key!r}, value) first")
@@ -364,28 +424,43 @@ class KVServer:
 
     # ---- init -------------------------------------------------------------------------
     def _init(self, identity, msg):
-        name = (msg.store, msg.key)
-        if name in self.keys and identity in self._replacements:
-            self._ack(identity, msg)          # the lost worker 0 initialized it: kept
+        found = self._find(msg.store, msg.key, msg.offset)
+        if found is not None and (identity in self._replacements or found.owner is not None):
+            self._ack(identity, msg)          # the lost worker 0 (or server) had it: kept
             return
-        if name in self.keys:
+        if found is not None:
             raise _Refused(f"init of key {msg.key!r}: the key is already initialized "
-                           f"({self.keys[name].describe()}); a key is initialized once")
+                           f"({found.describe()}); a key is initialized once")
         if msg.flags & Flag.ROW_SPARSE:
             value = init_rows(msg)            # the rows sent, zeros elsewhere
         else:
             value = _aligned(msg.array())     # the received buffer becomes the value
-        self.keys[name] = _Key(msg, value)
+        if self.replication is not None and self.replication.adopt_init(msg, value):
+            self._init_done(identity, msg, None)   # a slice of the range of a lost server
+            return
+        state = _Key(msg, value)
+        done = functools.partial(self._init_done, identity, msg, state)
+        sent = read_rows(msg, "init of") if state.row_sparse else value
+        if not (self._replicated(state) and
+                self.replication.forward("init", state, sent, done)):
+            done()
+
+    def _init_done(self, identity, msg, state):
+        """The key is initialized (and copied): serve it, and answer who waits for it."""
+        name = (msg.store, msg.key)
+        if state is not None:
+            self.keys[name] = state
         self._ack(identity, msg)
         for ident, waiting in self._init_waits.pop(name, []):
             self._init_wait(ident, waiting)
 
     def _init_wait(self, identity, msg):
         name = (msg.store, msg.key)
-        if name not in self.keys and 0 in self._lost:
+        known = self._find(msg.store, msg.key, msg.offset) is not None
+        if not known and 0 in self._lost:
             raise _Refused(f"init of key {msg.key!r}: {self._lost[0]}, before it initialized "
                            "the key")
-        if name not in self.keys:
+        if not known:
             self._init_waits.setdefault(name, []).append((identity, msg))
             return
         try:
@@ -401,28 +476,36 @@ class KVServer:
         shared memory (the worker reuses the segment after the reply). A key of a bucket
         comes with its `state` checked and no identity (the bucket is acknowledged)."""
         state = self._state(msg, "push to") if state is None else state
-        if self._restartable and self._repeated_push(state, msg):
+        if (self._restartable and self._repeated_push(state, msg)) or \
+                (state.owner is not None and self._taken_by_copy(state, msg)):
             self._ack(identity, msg)
             return
         entry = (msg, identity, self._push_data(msg))
         self.push_bytes += _payload_bytes(entry[2])
         (self._push_sync if state.mode.sync else self._push_async)(state, entry)
-        if self._restartable:             # taken (a refused push raised before this)
+        if self._restartable or state.owner is not None:   # taken (a refused push raised)
             state.held[msg.sender] = msg.version
 
     def _push_async(self, state, entry):
         """dist_async: apply the push now."""
-        msg, identity, _ = entry
-        if state.store not in self.updaters:
+        msg, identity, data = entry
+        if self._updater_of(state) is None:
             raise _Refused(f"push to key {msg.key!r}: dist_async applies each push with "
                            "the optimizer, and none is set; call kv.set_optimizer(...) "
                            "(gluon.Trainer does with update_on_kvstore=True)")
         in_shm = bool(msg.flags & Flag.SHM)
-        if not in_shm:
+        replicated = self._replicated(state)
+        if not in_shm and not replicated:
             self._ack(identity, msg)
-        self._apply(state, self._merge(state, [entry]))
-        if in_shm:
-            self._ack(identity, msg)
+        merged = self._merge(state, [entry])
+        if replicated:        # a received frame is never written; a merge buffer may be
+            values = merged if merged is data and not in_shm else snapshot(merged)
+            replicated = self.replication.forward(
+                "push", state, values, functools.partial(self._ack, identity, msg),
+                rank=msg.sender, step=msg.version)
+        self._apply(state, merged)
+        if not replicated and (in_shm or self._replicated(state)):
+            self._ack(identity, msg)      # not acknowledged above
 
     def _push_sync(self, state, entry):
         """dist_sync: keep the push for its round; merge the round once all W are here."""
@@ -432,8 +515,8 @@ class KVServer:
         if msg.version < wanted or any(e[0].sender == msg.sender for e in bucket):
             raise _Refused(f"push to key {msg.key!r}: worker {msg.sender} pushed round "
                            f"{msg.version} twice")
-        if not msg.flags & Flag.SHM:
-            self._ack(identity, msg)
+        if not msg.flags & Flag.SHM and not self._replicated(state):
+            self._ack(identity, msg)      # else once the round is merged (and copied)
         if msg.version > wanted:
             state.ahead.setdefault(msg.version, []).append(entry)
             return
@@ -466,28 +549,48 @@ class KVServer:
             entries.sort(key=lambda e: e[0].sender)
             if self._restartable and not state.row_sparse:
                 state.prev = state.value.copy()      # a replacement may need it
-            self._apply_round(state, entries)
-            for msg, identity, _ in entries:
-                if msg.flags & Flag.SHM:
-                    self._ack(identity, msg)
+            copied = self._apply_round(state, entries)
             state.round += 1
             state.pushes = state.ahead.pop(state.round + 1, [])
-        ready = [p for p in state.pulls if p[1].version <= state.round]
+            if not copied:
+                self._round_safe(state, state.round, entries, answer=False)
+        self._answer_ready(state)
+
+    def _round_safe(self, state, done, entries, answer=True):
+        """Round `done` may be answered: it is merged (and, with replicas, copied)."""
+        state.safe = max(state.safe, done)
+        for msg, identity, _ in entries:
+            if msg.flags & Flag.SHM or self._replicated(state):
+                self._ack(identity, msg)
+        if answer:
+            self._answer_ready(state)
+
+    def _answer_ready(self, state):
+        ready = [p for p in state.pulls if p[1].version <= state.safe]
         if ready:
-            state.pulls = [p for p in state.pulls if p[1].version > state.round]
+            state.pulls = [p for p in state.pulls if p[1].version > state.safe]
             for identity, msg, dest in ready:
                 self._answer_pull(state, identity, msg, dest)
 
     def _apply_round(self, state, entries):
         """Merge and apply one dist_sync round. If the update fails (an optimizer that
         cannot take the gradient), the round still ends, the value stays as it was, and
-        the pulls of that round get the error instead of waiting for ever."""
+        the pulls of that round get the error instead of waiting for ever. With replicas,
+        the merged round goes to the replica, and its pushes and pulls are answered once
+        the replica took it: whether it went to the replica (else the round may be answered
+        now)."""
+        done = functools.partial(self._round_safe, state, state.round + 1, entries)
+        copied = False
         try:
-            self._apply(state, self._merge(state, entries))
+            merged = self._merge(state, entries)
+            copied = self._replicated(state) and self.replication.forward(
+                "round", state, snapshot(merged), done, step=state.round + 1)
+            self._apply(state, merged)
         except Exception as err:  # noqa: BLE001 - any failure is reported to the pullers
             self.van.log.exception("update of key %r, round %d failed", state.key,
                                    state.round + 1)
             state.failed = (state.round + 1, f"{type(err).__name__}: {err}")
+        return copied
 
     def _answer_pull(self, state, identity, msg, dest):
         if state.failed is not None and msg.version == state.failed[0]:
@@ -519,7 +622,7 @@ class KVServer:
         return out
 
     def _apply(self, state, merged):
-        updater = self.updaters.get(state.store)
+        updater = self._updater_of(state)
         if isinstance(merged, Rows):
             if updater is not None:
                 state.make_writable()
@@ -547,7 +650,7 @@ class KVServer:
             dest = read_rows(msg, "row_sparse_pull from").ids
         elif msg.flags & Flag.SHM:
             dest = self._segment_view(msg)
-        if state.mode.sync and msg.version > state.round:
+        if state.mode.sync and msg.version > state.safe:
             state.pulls.append((identity, msg, dest))
             return
         if state.mode.sync and msg.version < state.round and state.prev is not None:
@@ -652,9 +755,30 @@ class KVServer:
             self._ack(identity, msg)          # kept, with the states the job built up
             return
         optimizer = safe_pickle.loads(body.blob, may_import=self.van.auth is not None)
+        owner = self._meant_for(msg)
+        if owner is not None:                 # re-routed: the lost server's optimizer
+            self.replication.set_optimizer(owner, msg.store, optimizer)
+            self._ack(identity, msg)
+            return
         self.updaters[msg.store] = get_updater(optimizer)
         self.van.log.info("optimizer of store %d set: %s", msg.store, type(optimizer).__name__)
-        self._ack(identity, msg)
+        self._copied("optimizer", msg, identity, blob=body.blob)
+
+    def _copied(self, op, msg, identity, **fields):
+        """Acknowledge a change of a store's optimizer once the replica has it too (a
+        change of an adopted range's optimizer has no replica to go to)."""
+        done = functools.partial(self._ack, identity, msg)
+        if self.replication is None or self._meant_for(msg) is not None or \
+                not self.replication.forward_store(op, msg.store, done, **fields):
+            done()
+
+    def _meant_for(self, msg):
+        """Replicas: the lost server a store-wide request (optimizer, rate, states) was
+        meant for, re-routed here; None for this server's own (workers put the server's
+        rank in the key)."""
+        if self.replication is None:
+            return None
+        return self.replication.rerouted(msg.key)
 
     def _set_lr(self, identity, msg):
         """Give the store's optimizer a new rate; its states (momenta, counts) stay."""
@@ -668,10 +792,12 @@ class KVServer:
         except OptimizerError as err:
             raise _Refused(f"set_learning_rate: {err}") from None
         self.van.log.info("learning rate of store %d set to %g", msg.store, lr)
-        self._ack(identity, msg)
+        self._copied("lr", msg, identity, lr=lr)
 
     def _require_updater(self, msg, what):
-        updater = self.updaters.get(msg.store)
+        owner = self._meant_for(msg)
+        updater = self.updaters.get(msg.store) if owner is None else \
+            self.replication.updaters.get((owner, msg.store))
         if updater is None:
             raise _Refused(f"{what}: no optimizer is set on this server; call "
                            "kv.set_optimizer(optimizer) first")
@@ -689,7 +815,7 @@ class KVServer:
         updater = self._require_updater(msg, "load_optimizer_states")
         safe_pickle.loads(body.blob, may_import=self.van.auth is not None)   # vet it first
         updater.set_states(body.blob)
-        self._ack(identity, msg)
+        self._copied("states", msg, identity, blob=body.blob)
 
 
 class _BucketPull:

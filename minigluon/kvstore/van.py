@@ -13,7 +13,9 @@ Every wait has a deadline (`config.kvstore_timeout()`); running out of it raises
 
 Reliability and security are layers of the van: with PS_RESEND=1 unanswered requests are
 sent again and every ROUTER answers duplicates without applying them twice (resender.py);
-PS_DROP_MSG drops a share of received requests and replies on purpose, to test that; with
+PS_DROP_MSG drops a share of received requests and replies on purpose, to test that;
+`reroute` sends a lost peer's requests, and those it had not answered, to another
+(replicated servers, replica.py); with
 MINIGLUON_PS_SECRET every message is tagged and checked (auth.py), and a message without a
 valid tag is logged with its sender's identity and dropped before anything reads it.
 """
@@ -88,14 +90,16 @@ def node_logger(label):
 
 
 class _Pending:
-    __slots__ = ("handle", "peer", "what", "on_reply", "background", "error", "done", "frames")
+    __slots__ = ("handle", "peer", "what", "on_reply", "background", "error", "done", "frames",
+                 "msg")
 
-    def __init__(self, handle, what, on_reply, background):
+    def __init__(self, handle, what, on_reply, background, msg=None):
         self.handle, self.peer, self.what, self.on_reply = handle, handle[0], what, on_reply
         self.background = background
         self.error = None
         self.done = False
         self.frames = None               # kept for `Van.resend` (peers in `resendable`)
+        self.msg = msg                   # kept only while requests may be re-routed (reroute)
 
 
 class Dropper:
@@ -153,6 +157,10 @@ class Van:
         self._ipc_files = []             # socket files of ipc:// binds, removed at close
         self._last_req = {}              # peer -> the last request id sent to it
         self._pending = {}               # (peer, request id) -> _Pending
+        self._alias = {}                 # peer -> the peer that now serves its requests
+        self._moved = {}                 # handle of a re-routed request -> its new handle
+        self.keep_requests = False       # keep each request's message until its reply,
+                                         # so that `reroute` can send it elsewhere
         self._orphan_errors = []         # failed requests that nobody waits for
         self._refusals = {}              # sender -> messages refused
         self.bytes_sent = 0              # payload and header bytes of every message this
@@ -291,15 +299,22 @@ class Van:
 
         With PS_RESEND the payload may be sent again until the reply comes: payloads of
         64 KiB and more must stay unchanged until then (smaller ones are copied)."""
+        peer = self._alias.get(peer, peer)
+        if self.resender is not None or self.keep_requests:     # may be sent again later
+            msg.payload = [p if isinstance(p, bytes) or p.nbytes >= _COPY_BELOW else bytes(p)
+                           for p in msg.payload]
+        pending = _Pending((peer, 0), what, on_reply, background,
+                           msg if self.keep_requests else None)
+        return self._send_request(peer, msg, pending)
+
+    def _send_request(self, peer, msg, pending):
         sock = self._peers[peer][0]
         msg.req = self._last_req[peer] = self._last_req.get(peer, 0) + 1
         msg.sender = self.sender
-        handle = (peer, msg.req)
-        if self.resender is not None:
-            msg.payload = [p if isinstance(p, bytes) or p.nbytes >= _COPY_BELOW else bytes(p)
-                           for p in msg.payload]
+        handle = pending.handle = (peer, msg.req)
+        pending.peer = peer
         frames = self._seal(msg, self._identity[sock], to_router=True)
-        pending = self._pending[handle] = _Pending(handle, what, on_reply, background)
+        self._pending[handle] = pending
         if peer in self.resendable:
             pending.frames = frames
         self._send(sock, frames, msg)
@@ -316,6 +331,40 @@ class Van:
             self.log.info("sent %s again to the restarted %s", pending.what, peer)
             self._send(self._peers[peer][0], pending.frames, None)
         return len(again)
+
+    def reroute(self, old, new):
+        """Send the requests of peer `old` to peer `new` from now on, and send `new` again
+        each request `old` has not answered (`keep_requests` must have been on since they
+        were made). A waiter's handles stay valid: the records move. The count moved."""
+        self._alias[old] = new
+        self._alias.update({k: new for k, v in self._alias.items() if v == old})
+        moved = [p for h, p in self._pending.items() if h[0] == old]
+        for pending in moved:
+            old_handle = pending.handle
+            del self._pending[old_handle]
+            if self.resender is not None:
+                self.resender.done(old_handle)
+            if pending.msg is None:
+                raise KVStoreError(f"{self.label} cannot send {pending.what} to {new} in "
+                                   f"place of {old}: its message was not kept")
+            self._moved[old_handle] = self._send_request(new, pending.msg, pending)
+        return len(moved)
+
+    def abandon(self, peer):
+        """Forget the unanswered requests to `peer`, which is gone and which nobody waits
+        for (no resend of them either); how many."""
+        gone = [h for h in self._pending if h[0] == peer]
+        for handle in gone:
+            del self._pending[handle]
+            if self.resender is not None:
+                self.resender.done(handle)
+        return len(gone)
+
+    def _current(self, handle):
+        """The handle a request has now (it changes when `reroute` moves it)."""
+        while handle in self._moved:
+            handle = self._moved[handle]
+        return handle
 
     def reply(self, identity, msg, track=False):
         """Send `msg` back through the ROUTER to `identity`; with `track`, a zmq
@@ -499,6 +548,7 @@ class Van:
         """Handle replies until every request in `reqs` got one; raise the first error
         among them (or of an earlier request nobody waited for). `check()` runs every
         0.1 s when given (e.g. to see whether an owned child process died)."""
+        reqs = [self._current(r) for r in reqs] if self._moved else reqs
         records = [self._pending[r] for r in reqs if r in self._pending]
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         records_all = records

@@ -84,6 +84,11 @@ class Cmd(enum.IntEnum):
                        # ResumePoint (messages.py)
     PUSH_MANY = 30     # the pushes of several small keys of one server (a bucket)
     PULL_MANY = 31     # the pulls of several keys of one server; reply VALUES
+    REPLICATE = 32     # server -> its replica server: one change of its range; payload:
+                       # ReplicaOp, then the op's values or blob (replica.py); reply ACK
+    # scheduler -> nodes (numbered here: 0-9 are taken)
+    FAILOVER = 26      # a lost server's range is served by its replica; payload: Failover
+                       # (messages.py)
     # replies
     ACK = 20
     VALUE = 21         # payload: array
@@ -113,7 +118,7 @@ _PAYLOAD = {
     Cmd.SET_STATES: _BYTES, Cmd.SHM_PROBE: _BYTES, Cmd.SET_LR: _BYTES, Cmd.ACK: _NONE,
     Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES, Cmd.ERROR: _BYTES, Cmd.WORKER_JOINED: _BYTES,
     Cmd.RESUME: _NONE, Cmd.REJOIN: _NONE, Cmd.PUSH_MANY: _BUCKET, Cmd.PULL_MANY: _BUCKET,
-    Cmd.VALUES: _BUCKET,
+    Cmd.VALUES: _BUCKET, Cmd.FAILOVER: _BYTES, Cmd.REPLICATE: "replica",
 }
 # what a bucket's one-key messages are; bucket messages allow none of these flags
 _ONE_KEY = {Cmd.PUSH_MANY: Cmd.PUSH, Cmd.PULL_MANY: Cmd.PULL, Cmd.VALUES: Cmd.VALUE}
@@ -348,6 +353,9 @@ def row_length(shape):
 
 
 def _check_payload(msg):
+    if msg.cmd == Cmd.REPLICATE:
+        _check_replica(msg)
+        return
     if msg.flags & Flag.ROW_SPARSE and msg.cmd in (Cmd.PUSH, Cmd.PULL, Cmd.VALUE, Cmd.INIT):
         _check_rows(msg)
         return
@@ -385,6 +393,31 @@ def _check_bucket(msg):
     if msg.cmd == Cmd.PULL_MANY and len(msg.payload) != 1:
         raise WireError(f"PULL_MANY carries only its bucket table, got "
                         f"{len(msg.payload)} frames")
+def _check_replica(msg):
+    """A REPLICATE: a ReplicaOp frame, then the values of the slice (an op with a dtype;
+    with ROW_SPARSE, row ids and their rows as a PUSH carries them) or at most one bytes
+    frame (an optimizer or its states)."""
+    if msg.flags & Flag.ROW_SPARSE:
+        if len(msg.payload) != 3:
+            raise WireError(f"REPLICATE of rows of key {msg.key!r} needs 3 payload frames, "
+                            f"got {len(msg.payload)}")
+        rows = Message(Cmd.PUSH, key=msg.key, flags=msg.flags, dtype=msg.dtype,
+                       shape=msg.shape, offset=msg.offset, length=msg.length,
+                       payload=msg.payload[1:])
+        _check_rows(rows)
+        return
+    if not 1 <= len(msg.payload) <= 2:
+        raise WireError(f"REPLICATE needs 1 or 2 payload frames, got {len(msg.payload)}")
+    if msg.dtype is not None:
+        _check_slice(msg)
+        if len(msg.payload) != 2:
+            raise WireError(f"REPLICATE of key {msg.key!r} carries no values")
+        nbytes = len(msg.payload[1]) if not isinstance(msg.payload[1], np.ndarray) \
+            else msg.payload[1].nbytes
+        if nbytes != msg.length * msg.dtype.itemsize:
+            raise WireError(f"REPLICATE of key {msg.key!r}: values of {nbytes} bytes, "
+                            f"expected {msg.length * msg.dtype.itemsize} for {msg.length} "
+                            f"{msg.dtype.name} values")
 
 
 def _check_shm(msg):

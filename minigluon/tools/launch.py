@@ -161,6 +161,7 @@ def build_job(args):
     if args.hostfile and args.launcher == "local":
         raise LaunchError("--launcher local runs everything on this host; help: drop "
                           "-H/--hostfile, or use --launcher ssh")
+    _check_replicas(args.num_servers)
     return Job(num_workers=args.num_workers, num_servers=args.num_servers,
                command=args.command, hosts=read_hostfile(args.hostfile) if args.hostfile else [],
                secret=job_secret(), interface=args.interface,
@@ -168,6 +169,18 @@ def build_job(args):
                server_command=args.server_command, scheduler_command=args.scheduler_command,
                ssh_options=args.ssh_option, sync_dst_dir=args.sync_dst_dir,
                remote_python=args.remote_python, max_restarts=args.max_restarts)
+
+
+def _check_replicas(num_servers):
+    """MINIGLUON_PS_REPLICAS (docs/replicas.md), checked before anything starts."""
+    try:
+        replicas = config.ps_replicas()
+    except ConfigError as err:
+        raise LaunchError(str(err)) from None
+    if replicas and num_servers < 2:
+        raise LaunchError(f"MINIGLUON_PS_REPLICAS=1 needs at least 2 servers, got -s "
+                          f"{num_servers}; help: start 2 or more (-s 2), or unset "
+                          "MINIGLUON_PS_REPLICAS")
 
 
 def launch(args, on_job=None):

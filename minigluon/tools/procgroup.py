@@ -12,6 +12,10 @@ the failure that finds it spent ends the job as before (docs/restarts.md). So is
 scheduler killed by a signal, on this host and the same port, from the same budget, told
 which workers had finished (MINIGLUON_FINISHED_WORKERS); a scheduler that exits with a
 status ended the job on purpose and is not.
+
+With MINIGLUON_PS_REPLICAS=1 in the launcher's environment, the first server that fails
+does not end the job: its replica serves its range (docs/replicas.md); the scheduler ends
+the job if it cannot.
 """
 import collections
 import json
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable, Optional
 
+from .. import config
 from .guard import STATS_MARKER, Lines, arm_for_parent, describe
 from .job import FINISHED_ENV, RESTART_ENV
 from ..telemetry import split_line
@@ -175,6 +180,7 @@ class ProcessGroup:
         self.grace = grace
         self.max_restarts = max_restarts
         self.restarts = collections.Counter()   # label -> restarts of that worker
+        self.spare_servers = config.ps_replicas()   # servers whose loss the job survives
         self.state, self.display = state, display
         self.members = []
         self.interrupted = None
@@ -255,6 +261,12 @@ class ProcessGroup:
         """Start a failed worker, or a killed scheduler, again while the job's restart
         budget lasts; whether it was."""
         task = member.task
+        if task.role == "server" and self.spare_servers:
+            self.spare_servers -= 1
+            member.replaced = True
+            self._note(task.label, f"{task.label} failed ({describe(member.returncode)}); "
+                       "its replica serves its key range (MINIGLUON_PS_REPLICAS=1)")
+            return True
         used = sum(self.restarts.values())
         if not _restartable(member) or used >= self.max_restarts:
             return False

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from minigluon.kvstore.messages import (BODIES, Abort, BodyError, BucketEntry, BucketTable,
-                                        LearningRate, NodeLost, NodeTable, OptimizerBlob,
-                                        ProbeToken, Registration, ResumePoint, RowIds,
-                                        SegmentName, StatesBlob, Text, WorkerJoined)
+                                        Failover, LearningRate, NodeLost, NodeTable,
+                                        OptimizerBlob, ProbeToken, Registration, ReplicaOp,
+                                        ResumePoint, RowIds, SegmentName, StatesBlob, Text,
+                                        WorkerJoined)
 from minigluon.kvstore.wire import Cmd, Flag, Message, WireError, payload_kind
 
 TOKEN = bytes(range(16))
@@ -37,6 +38,9 @@ SAMPLES = {
                 NodeTable(0, 2, 2, SERVERS, TOKEN, ("worker-a", "worker-b"))],
     NodeLost: [NodeLost(LOST, "it sent no heartbeat for 1.6 s", 1)],
     WorkerJoined: [WorkerJoined(1, "worker-h-42-abcd", 1)],
+    Failover: [Failover(1, 0, "it sent no heartbeat for 3.1 s")],
+    ReplicaOp: [ReplicaOp(TOKEN, "round", step=7), ReplicaOp(TOKEN, "push", 1, 12),
+                ReplicaOp(TOKEN, "lr", lr=0.05), ReplicaOp(TOKEN, "optimizer")],
     ResumePoint: [ResumePoint(4, 17, 18), ResumePoint(0, 0, 0)],
     Abort: [Abort("uneven steps"), Abort("it sent no heartbeat", LOST)],
     LearningRate: [LearningRate(0.1), LearningRate(1e-300), LearningRate(-3.0)],

@@ -49,6 +49,8 @@ def parse_args():
                     help="worker 0 SIGKILLs the scheduler at the start of this step")
     ap.add_argument("--barrier-every", type=int, default=0, metavar="N",
                     help="every worker calls kv.barrier() after every N steps")
+    ap.add_argument("--step-sleep", type=float, default=0.0,
+                    help="seconds to sleep after each step (time for a fault from outside)")
     return ap.parse_args()
 
 
@@ -185,6 +187,7 @@ def main():
             print(f"STEP {step} {time.monotonic():.6f}", flush=True)
             if args.barrier_every and step % args.barrier_every == 0:
                 store.barrier()
+            time.sleep(args.step_sleep)
         losses.append(total / count if count else None)
     if args.kvstore == "dist_async":
         store.barrier()                 # every push applied
