@@ -6,20 +6,20 @@ The vector holds, in order: for each layer and direction (l0, r0, l1, ...) the i
 (G*H, in) and the h2h weight (G*H, H); then, in the same order, the i2h and h2h biases
 (G*H,). G is 1 (rnn_relu, rnn_tanh), 4 (lstm: gates i, f, g, o) or 3 (gru: r, z, n), as
 in gluon.rnn's cells and layers.
+
+Also here: the fused cell updates of one step, `_rnn_lstm_cell` and `_rnn_gru_cell`
+(LSTMCell and GRUCell run them; kernels in rnn_kernels.py). gluon.rnn's layers run
+`_rnn_sequence` (ops_rnn_sequence.py) instead.
 """
 import numpy as np
 
-import minigluon_ext as ext
-
 from .. import autograd
 from ..base import MXNetError, ShapeError
+from . import rnn_kernels
 from .random import generator
 from .registry import register
 
 GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
-
-# host float arrays run the LSTM cell update in minigluon_ext (tests turn this off)
-_HOST_KERNELS = True
 
 
 def _sigmoid(xp, x):
@@ -221,13 +221,13 @@ def lstm_cell(xp, i2h, h2h, c):
     MXNet's order (input, forget, candidate, output), and the cell state c (N, H), the
     stacked (2, N, H) [h', c'] with c' = f*c + i*g, h' = o*tanh(c').
 
-    gluon.rnn.LSTM runs its steps through it: one operator and one tape node per step
-    instead of a dozen. Example: ``h, c = nd._rnn_lstm_cell(i2h, h2h, c)``.
+    LSTMCell runs its steps through it: one operator and one tape node per step instead
+    of a dozen. Example: ``h, c = nd._rnn_lstm_cell(i2h, h2h, c)``.
     """
     if c.ndim != 2 or i2h.shape != (c.shape[0], 4 * c.shape[1]) or h2h.shape != i2h.shape:
         raise ShapeError(f"_rnn_lstm_cell: i2h {i2h.shape} and h2h {h2h.shape} must both be "
                          f"(N, 4H) for the cell state c of shape {c.shape} (N, H)")
-    kernels = _LSTMHost() if _lstm_on_host(xp, i2h, h2h, c) else _LSTMFormulas(xp)
+    kernels = rnn_kernels.kernels_for(xp, i2h, h2h, c)
     i2h, h2h, c = (kernels.contiguous(a) for a in (i2h, h2h, c))
     out, act = kernels.lstm_cell_forward(i2h, h2h, c)
 
@@ -240,44 +240,22 @@ def lstm_cell(xp, i2h, h2h, c):
     return out, backward
 
 
-def _lstm_on_host(xp, *arrays):
-    return (_HOST_KERNELS and xp is np and arrays[0].dtype in ext.LAYER_DTYPES and
-            all(isinstance(a, np.ndarray) and a.dtype == arrays[0].dtype for a in arrays))
+@register("_rnn_gru_cell", inputs=("i2h", "h2h", "h"))
+def gru_cell(xp, i2h, h2h, h):
+    """One GRU update, fused: from the gate projections i2h, h2h (N, 3H), gates in MXNet's
+    order (reset, update, new) and h2h holding its bias, and the state h (N, H), the new
+    state h' = (1 - z)*n + z*h with n = tanh(i2h_n + r*h2h_n).
 
+    GRUCell runs its steps through it. Example: ``h = nd._rnn_gru_cell(i2h, h2h, h)``.
+    """
+    if h.ndim != 2 or i2h.shape != (h.shape[0], 3 * h.shape[1]) or h2h.shape != i2h.shape:
+        raise ShapeError(f"_rnn_gru_cell: i2h {i2h.shape} and h2h {h2h.shape} must both be "
+                         f"(N, 3H) for the state h of shape {h.shape} (N, H)")
+    kernels = rnn_kernels.kernels_for(xp, i2h, h2h, h)
+    i2h, h2h, h = (kernels.contiguous(a) for a in (i2h, h2h, h))
+    out, act = kernels.gru_cell_forward(i2h, h2h, h)
 
-class _LSTMHost:
-    """The cell update of host float32/float64 arrays, in minigluon_ext."""
-
-    contiguous = staticmethod(np.ascontiguousarray)
-
-    def lstm_cell_forward(self, i2h, h2h, c):
-        return ext.lstm_cell_forward(i2h, h2h, c)
-
-    def lstm_cell_backward(self, dout, act, c, out):
-        return ext.lstm_cell_backward(dout, act, c, out)
-
-
-class _LSTMFormulas:
-    """The cell update written for any array module (CuPy, float16), as ext computes it."""
-
-    def __init__(self, xp):
-        self.xp = xp
-        self.contiguous = xp.ascontiguousarray
-
-    def lstm_cell_forward(self, i2h, h2h, c):
-        hd, xp = c.shape[1], self.xp
-        pre = i2h + h2h
-        act = xp.concatenate([_sigmoid(xp, pre[:, :2 * hd]), xp.tanh(pre[:, 2 * hd:3 * hd]),
-                              _sigmoid(xp, pre[:, 3 * hd:])], axis=1)
-        i, f, g, o = (act[:, k * hd:(k + 1) * hd] for k in range(4))
-        c_next = f * c + i * g
-        return xp.stack([o * xp.tanh(c_next), c_next]), act
-
-    def lstm_cell_backward(self, dout, act, c, out):
-        hd = c.shape[1]
-        i, f, g, o = (act[:, k * hd:(k + 1) * hd] for k in range(4))
-        t = self.xp.tanh(out[1])
-        dct = dout[1] + dout[0] * o * (1 - t * t)
-        da = self.xp.concatenate([dct * g * i * (1 - i), dct * c * f * (1 - f),
-                                  dct * i * (1 - g * g), dout[0] * t * o * (1 - o)], axis=1)
-        return da, dct * f
+    def backward(dout):
+        return kernels.gru_cell_backward(kernels.contiguous(dout.astype(h.dtype, copy=False)),
+                                         act, h)
+    return out, backward
