@@ -72,7 +72,8 @@ class _ElmanSteps:
         return da, da, None, None
 
 
-def _steps_for(mode, xp, arrays):
+def steps_for(mode, xp, arrays):
+    """The per-step cell of `mode`, on the C kernels when `arrays` are host floats."""
     if mode == "lstm":
         return _LSTMSteps(rnn_kernels.kernels_for(xp, *arrays), xp)
     if mode == "gru":
@@ -90,7 +91,7 @@ def _check(mode, data, wx, wh, bx, bh, h0, c0):
     if wh.ndim != 2 or wh.shape[0] != gates * wh.shape[1]:
         raise ShapeError(f"{fn}: h2h_weight has shape {tuple(wh.shape)}; {mode} needs "
                          f"({gates} * H, H) for hidden size H")
-    (steps, n, width), hidden = data.shape, wh.shape[1]
+    (_, n, width), hidden = data.shape, wh.shape[1]
     rows = gates * hidden
     want = {"i2h_weight": (rows, width), "h2h_weight": (rows, hidden), "i2h_bias": (rows,),
             "h2h_bias": (rows,), "h0": (n, hidden), "c0": (n, hidden)}
@@ -124,11 +125,11 @@ def rnn_sequence(xp, data, i2h_weight, h2h_weight, i2h_bias, h2h_bias, h0=None, 
     Example: ``y = nd._rnn_sequence(x, wx, wh, bx, bh, h0, c0, mode='lstm')[:-1]``.
     """
     _check(mode, data, i2h_weight, h2h_weight, i2h_bias, h2h_bias, h0, c0)
-    steps = _steps_for(mode, xp, [data, i2h_weight, h2h_weight])
+    steps = steps_for(mode, xp, [data, i2h_weight, h2h_weight])
     hidden = h2h_weight.shape[1]
     shape = (data.shape[1], hidden)
     h0_, c0_ = (a if a is not None else xp.zeros(shape, data.dtype) for a in (h0, c0))
-    run = _Run(xp, steps, data, i2h_weight, h2h_weight, i2h_bias, h2h_bias, reverse)
+    run = SequenceRun(xp, steps, data, i2h_weight, h2h_weight, i2h_bias, h2h_bias, reverse)
     out = run.forward(xp.ascontiguousarray(h0_), xp.ascontiguousarray(c0_))
 
     def backward(dout):
@@ -138,8 +139,9 @@ def rnn_sequence(xp, data, i2h_weight, h2h_weight, i2h_bias, h2h_bias, h0=None, 
     return out, backward
 
 
-class _Run:
-    """The forward of one call and what its backward needs."""
+class SequenceRun:
+    """One direction of one layer: the forward of one call and what its backward needs
+    (nd.RNN runs its layers through it too). `steps` is `steps_for(mode, xp, arrays)`."""
 
     def __init__(self, xp, steps, x, wx, wh, bx, bh, reverse):
         self.xp, self.steps, self.x, self.wx, self.wh, self.bh = xp, steps, x, wx, wh, bh
