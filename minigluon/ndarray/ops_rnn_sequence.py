@@ -21,7 +21,7 @@ MODES = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 class _LSTMSteps:
     """LSTM: h2h's bias joins the input projection; the cell state rides along."""
 
-    gates, carries_cell, bias_per_step = 4, True, False
+    gates, carries_cell, bias_per_step, own_h2h_grad = 4, True, False, False
 
     def __init__(self, kernels, xp):
         self.k, self.xp = kernels, xp
@@ -39,7 +39,7 @@ class _LSTMSteps:
 class _GRUSteps:
     """GRU: h2h's bias stays in the recurrent projection (the reset gate scales it)."""
 
-    gates, carries_cell, bias_per_step = 3, False, True
+    gates, carries_cell, bias_per_step, own_h2h_grad = 3, False, True, True
 
     def __init__(self, kernels, xp):
         self.k = kernels
@@ -57,7 +57,7 @@ class _GRUSteps:
 class _ElmanSteps:
     """rnn_tanh / rnn_relu: h' = activation(px + ph), two array operations a step."""
 
-    gates, carries_cell, bias_per_step = 1, False, False
+    gates, carries_cell, bias_per_step, own_h2h_grad = 1, False, False, False
 
     def __init__(self, xp, relu):
         self.xp, self.relu = xp, relu
@@ -173,7 +173,8 @@ class SequenceRun:
     def backward(self, dout):
         xp, steps, t = self.xp, self.steps, self.x.shape[0]
         dpx = xp.empty_like(self.px)
-        dph = dpx if steps.gates != 3 else xp.empty_like(self.px)
+        # a GRU's reset gate scales h2h's new part: its gradient differs from i2h's
+        dph = xp.empty_like(self.px) if steps.own_h2h_grad else dpx
         dh = xp.zeros_like(self.h0)
         dc = xp.ascontiguousarray(dout[t]) if steps.carries_cell else None
         for i in reversed(self.order):
