@@ -11,8 +11,13 @@ with one matmul each over all steps at the end.
 Gates as in MXNet's cells (G = 4 for lstm: input, forget, candidate, output; 3 for gru:
 reset, update, new; 1 for rnn_tanh, rnn_relu).
 """
+import contextlib
+
+import numpy as np
+
 from ..base import DTypeError, MXNetError, ShapeError
 from . import rnn_kernels
+from .one_blas_thread import one_blas_thread
 from .registry import register
 
 MODES = ("lstm", "gru", "rnn_tanh", "rnn_relu")
@@ -159,12 +164,13 @@ class SequenceRun:
         out = xp.empty((t + steps.carries_cell,) + h0.shape, h0.dtype)
         self.caches = [None] * t
         h, c = h0, c0
-        for i in self.order:
-            ph = h @ whT
-            if steps.bias_per_step:
-                ph += self.bh
-            h, c, self.caches[i] = steps.step(self.px[i], ph, h, c)
-            out[i] = h
+        with self._step_threads():
+            for i in self.order:
+                ph = h @ whT
+                if steps.bias_per_step:
+                    ph += self.bh
+                h, c, self.caches[i] = steps.step(self.px[i], ph, h, c)
+                out[i] = h
         if steps.carries_cell:
             out[t] = c
         self.out = out
@@ -177,16 +183,22 @@ class SequenceRun:
         dph = xp.empty_like(self.px) if steps.own_h2h_grad else dpx
         dh = xp.zeros_like(self.h0)
         dc = xp.ascontiguousarray(dout[t]) if steps.carries_cell else None
-        for i in reversed(self.order):
-            dpx_i, dph_i, dh_direct, dc = steps.step_backward(dout[i] + dh, dc,
-                                                              self.caches[i])
-            dpx[i] = dpx_i
-            if dph is not dpx:
-                dph[i] = dph_i
-            dh = dph_i @ self.wh
-            if dh_direct is not None:
-                dh += dh_direct
+        with self._step_threads():
+            for i in reversed(self.order):
+                dpx_i, dph_i, dh_direct, dc = steps.step_backward(dout[i] + dh, dc,
+                                                                  self.caches[i])
+                dpx[i] = dpx_i
+                if dph is not dpx:
+                    dph[i] = dph_i
+                dh = dph_i @ self.wh
+                if dh_direct is not None:
+                    dh += dh_direct
         return self._weight_grads(dpx, dph) + (dh, dc)
+
+    def _step_threads(self):
+        """The per-step products on one BLAS thread (see one_blas_thread.py); the
+        projections of all steps at once keep every thread."""
+        return one_blas_thread() if self.xp is np else contextlib.nullcontext()
 
     def _weight_grads(self, dpx, dph):
         """(dx, dwx, dwh, dbx, dbh): one matmul each over all steps."""
