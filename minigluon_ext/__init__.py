@@ -124,7 +124,8 @@ __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequa
            "im2col", "col2im", "swap01", "winograd_input", "winograd_output",
            "winograd_output_adjoint", "winograd_input_adjoint", "depthwise_forward",
            "depthwise_backward_data", "depthwise_backward_weight", "DEPTHWISE_MAX_SIDE",
-           "lstm_cell_forward", "lstm_cell_backward", "max_pool2d", "max_pool2d_backward",
+           "lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward",
+           "max_pool2d", "max_pool2d_backward",
            "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
            "relu", "relu_backward", "sgd_update", "rows_sum", "rows_take", "rows_sgd_update",
            "rows_adam_update",
@@ -317,6 +318,29 @@ def lstm_cell_backward(dout, act, c, out, nthreads=None):
     >>> da, dc = lstm_cell_backward(dout, act, c, out)
     """
     return _impl.lstm_cell_backward(dout, act, c, out, nthreads)
+
+
+def gru_cell_forward(i2h, h2h, h, nthreads=None):
+    """One GRU update from the gate projections i2h, h2h (N, 3H), gates in MXNet's order
+    (reset, update, new) and h2h holding its bias, and the state h (N, H):
+    r = sigmoid(i2h_r + h2h_r), z = sigmoid(i2h_z + h2h_z), n = tanh(i2h_n + r * h2h_n),
+    h' = (1 - z) * n + z * h.
+
+    Returns out (N, H) = h' and act (N, 4H) = [r, z, n, h2h_n], what the backward needs.
+
+    >>> out, act = gru_cell_forward(x @ wx.T + bx, h @ wh.T + bh, h)
+    """
+    return _impl.gru_cell_forward(i2h, h2h, h, nthreads)
+
+
+def gru_cell_backward(dout, act, h, nthreads=None):
+    """The gradients of sum(dout * out) of gru_cell_forward: (for i2h (N, 3H), for h2h
+    (N, 3H), for h (N, H) through the update gate only; h2h's own path to h is the caller's
+    matmul).
+
+    >>> di2h, dh2h, dh = gru_cell_backward(dout, act, h)
+    """
+    return _impl.gru_cell_backward(dout, act, h, nthreads)
 
 
 def max_pool2d(x, kernel, stride=(1, 1), pad=(0, 0), convention="valid", nthreads=None):

@@ -752,11 +752,11 @@ def depthwise_backward_weight(x, dy, kernel, stride, pad, dilate, out, nthreads)
 
 
 def _lstm_rows(fn, name, a, c, width):
-    """a: a C-contiguous (N, width*H) array of c's dtype, for c (N, H)."""
+    """a: a C-contiguous (N, width*H) array of c's dtype, for the state c (N, H)."""
     array(fn, name, a, dtypes=(c.dtype,))
     want = (c.shape[0], width * c.shape[1])
     if a.shape != want:
-        raise ShapeError(f"{fn}: {name} has shape {a.shape} but the cell state c of shape "
+        raise ShapeError(f"{fn}: {name} has shape {a.shape} but the state of shape "
                          f"{c.shape} needs {want}")
 
 
@@ -798,3 +798,30 @@ def lstm_cell_backward(dout, act, c, out, nthreads):
                              f"needs {(2,) + c.shape} (h and c of the step)")
     return np.empty(act.shape, c.dtype), np.empty(c.shape, c.dtype), \
         _lstm_threads(fn, act.size, nthreads)
+
+
+def gru_cell_forward(i2h, h2h, h, nthreads):
+    """Check gru_cell_forward's arguments; return (out, act, threads)."""
+    fn = "gru_cell_forward"
+    _state(fn, "h", h)
+    _lstm_rows(fn, "i2h", i2h, h, 3)
+    _lstm_rows(fn, "h2h", h2h, h, 3)
+    act = np.empty((h.shape[0], 4 * h.shape[1]), h.dtype)
+    return np.empty(h.shape, h.dtype), act, _lstm_threads(fn, i2h.size, nthreads)
+
+
+def gru_cell_backward(dout, act, h, nthreads):
+    """Check gru_cell_backward's arguments; return (di2h, dh2h, dh, threads)."""
+    fn = "gru_cell_backward"
+    _state(fn, "h", h)
+    _lstm_rows(fn, "act", act, h, 4)
+    _lstm_rows(fn, "dout", dout, h, 1)
+    gates = (h.shape[0], 3 * h.shape[1])
+    return np.empty(gates, h.dtype), np.empty(gates, h.dtype), np.empty(h.shape, h.dtype), \
+        _lstm_threads(fn, act.size, nthreads)
+
+
+def _state(fn, name, h):
+    array(fn, name, h, dtypes=LAYER_FLOATS)
+    if h.ndim != 2:
+        raise ShapeError(f"{fn}: {name} must be (N, H), got shape {h.shape}")

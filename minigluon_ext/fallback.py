@@ -532,6 +532,35 @@ def lstm_cell_backward(dout, act, c, out, nthreads=None):
     return da, dc
 
 
+def gru_cell_forward(i2h, h2h, h, nthreads=None):
+    """(out (N, H) = h', act (N, 4H) = r, z, n and h2h's new part) of one GRU step, in
+    NumPy."""
+    out, act, _ = check.gru_cell_forward(i2h, h2h, h, nthreads)
+    hd, one = h.shape[1], h.dtype.type(1)
+    act[:, :2 * hd] = one / (one + np.exp(-(i2h[:, :2 * hd] + h2h[:, :2 * hd])))
+    act[:, 3 * hd:] = h2h[:, 2 * hd:]
+    r, z = act[:, :hd], act[:, hd:2 * hd]
+    act[:, 2 * hd:3 * hd] = np.tanh(i2h[:, 2 * hd:] + r * h2h[:, 2 * hd:])
+    n = act[:, 2 * hd:3 * hd]
+    out[...] = (one - z) * n + z * h
+    return out, act
+
+
+def gru_cell_backward(dout, act, h, nthreads=None):
+    """(gradients of i2h and h2h (N, 3H), gradient of h through the update gate) of one
+    GRU step, in NumPy."""
+    di2h, dh2h, dh, _ = check.gru_cell_backward(dout, act, h, nthreads)
+    hd, one = h.shape[1], h.dtype.type(1)
+    r, z, n, hn = (act[:, k * hd:(k + 1) * hd] for k in range(4))
+    dn = dout * (one - z) * (one - n * n)
+    dr = dn * hn * r * (one - r)
+    dz = dout * (h - n) * z * (one - z)
+    di2h[:, :hd], di2h[:, hd:2 * hd], di2h[:, 2 * hd:] = dr, dz, dn
+    dh2h[:, :hd], dh2h[:, hd:2 * hd], dh2h[:, 2 * hd:] = dr, dz, dn * r
+    dh[...] = dout * z
+    return di2h, dh2h, dh
+
+
 def _per_filter(v):
     return v.reshape(1, -1, 1, 1)
 

@@ -254,6 +254,21 @@ def lstm_cell_backward(dout, act, c, out, nthreads=None):
     return da, dc
 
 
+def gru_cell_forward(i2h, h2h, h, nthreads=None):
+    """(out (N, H) = h', act (N, 4H) = r, z, n and h2h's new part) of one GRU step, in C."""
+    out, act, threads = check.gru_cell_forward(i2h, h2h, h, nthreads)
+    _kernels.gru_cell(0, h, act, out, i2h, h2h, None, threads)
+    return out, act
+
+
+def gru_cell_backward(dout, act, h, nthreads=None):
+    """(gradients of i2h and h2h (N, 3H), gradient of h through the update gate) of one
+    GRU step, in C."""
+    di2h, dh2h, dh, threads = check.gru_cell_backward(dout, act, h, nthreads)
+    _kernels.gru_cell(1, h, act, dout, di2h, dh2h, dh, threads)
+    return di2h, dh2h, dh
+
+
 def describe():
     """A few words on this path for the log: which SIMD paths the CPU enables."""
     feats = _kernels.tuning()

@@ -650,14 +650,17 @@ def _frozen(structure):
 
 
 def _regroup(outputs, structure):
-    it = iter(outputs)
+    return _build(structure, iter(outputs))
 
-    def build(s):
-        if s is None:
-            return next(it)
-        kind, parts = s
-        return kind(build(p) for p in parts)
-    return build(structure)
+
+def _build(s, it):
+    # a module-level function: a nested one calling itself is a reference cycle that
+    # kept the outputs (and through their tape node every value of the traced graph)
+    # alive until a full garbage collection
+    if s is None:
+        return next(it)
+    kind, parts = s
+    return kind(_build(p, it) for p in parts)
 
 
 class SymbolBlock(HybridBlock):

@@ -10,7 +10,8 @@ from . import ops_elemwise, ops_reduce, ops_shape, ops_nn  # noqa: F401  (regist
 from . import ops_convolution, ops_deconvolution, ops_pooling, ops_ctc  # noqa: F401
 from . import ops_numpy  # noqa: F401  (NumPy-semantics ops behind mx.np)
 from . import ops_sequence  # noqa: F401  (SequenceMask, SequenceLast, SequenceReverse)
-from . import ops_rnn  # noqa: F401  (the fused RNN operator)
+from . import ops_rnn  # noqa: F401  (the fused RNN operator, the fused cell updates)
+from . import ops_rnn_sequence  # noqa: F401  (one recurrent layer direction as one op)
 from . import ops_math  # noqa: F401  (inverse trigonometric, angle and cube-root ops)
 from . import ops_optimizer_mp  # noqa: F401  (mp_*, multi_* optimizer updates, reset_arrays)
 from . import random  # noqa: F401

@@ -1,29 +1,27 @@
 """The fused recurrent operator `RNN` (MXNet's `nd.RNN`): a stack of RNN / LSTM / GRU
 layers, maybe bidirectional, over a (T, N, C) sequence, with all weights in one flat
-`parameters` vector. Forward and backward (through time) are written out here.
+`parameters` vector.
 
 The vector holds, in order: for each layer and direction (l0, r0, l1, ...) the i2h weight
 (G*H, in) and the h2h weight (G*H, H); then, in the same order, the i2h and h2h biases
 (G*H,). G is 1 (rnn_relu, rnn_tanh), 4 (lstm: gates i, f, g, o) or 3 (gru: r, z, n), as
-in gluon.rnn's cells and layers.
+in gluon.rnn's cells and layers. Each layer and direction runs as the layers' operator
+`_rnn_sequence` does (`SequenceRun`: one input matmul, the fused cell kernels, BPTT).
+
+Also here: the fused cell updates of one step, `_rnn_lstm_cell` and `_rnn_gru_cell`
+(LSTMCell and GRUCell run them; kernels in rnn_kernels.py). gluon.rnn's layers run
+`_rnn_sequence` (ops_rnn_sequence.py) instead.
 """
 import numpy as np
 
-import minigluon_ext as ext
-
 from .. import autograd
 from ..base import MXNetError, ShapeError
+from . import rnn_kernels
+from .ops_rnn_sequence import SequenceRun, steps_for
 from .random import generator
 from .registry import register
 
 GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
-
-# host float arrays run the LSTM cell update in minigluon_ext (tests turn this off)
-_HOST_KERNELS = True
-
-
-def _sigmoid(xp, x):
-    return 1 / (1 + xp.exp(-x))
 
 
 def _slices(mode, num_layers, dirs, width, hidden):
@@ -47,74 +45,6 @@ def _slices(mode, num_layers, dirs, width, hidden):
 def _view(flat, spec):
     start, shape = spec
     return flat[start:start + int(np.prod(shape))].reshape(shape)
-
-
-def _step(xp, mode, px, ph, h, c):
-    """One step from the two projections; returns (h', c', cache for the backward)."""
-    if mode in ("rnn_relu", "rnn_tanh"):
-        a = px + ph
-        h_new = xp.maximum(a, 0) if mode == "rnn_relu" else xp.tanh(a)
-        return h_new, None, (a, h_new)
-    if mode == "lstm":
-        i, f, g, o = xp.split(px + ph, 4, axis=1)
-        i, f, g, o = _sigmoid(xp, i), _sigmoid(xp, f), xp.tanh(g), _sigmoid(xp, o)
-        c_new = f * c + i * g
-        tc = xp.tanh(c_new)
-        return o * tc, c_new, (i, f, g, o, c, tc)
-    xr, xz, xn = xp.split(px, 3, axis=1)
-    hr, hz, hn = xp.split(ph, 3, axis=1)
-    r, z = _sigmoid(xp, xr + hr), _sigmoid(xp, xz + hz)
-    n = xp.tanh(xn + r * hn)
-    return (1 - z) * n + z * h, None, (r, z, n, hn, h)
-
-
-def _step_backward(xp, mode, cache, dh, dc):
-    """Gradients of one step: (d px, d ph, d h_prev from the gates' path, d c_prev)."""
-    if mode in ("rnn_relu", "rnn_tanh"):
-        a, h_new = cache
-        da = dh * (a > 0) if mode == "rnn_relu" else dh * (1 - h_new ** 2)
-        return da, da, 0, None
-    if mode == "lstm":
-        i, f, g, o, c, tc = cache
-        dc = dc + dh * o * (1 - tc ** 2)
-        dpre = xp.concatenate([dc * g * i * (1 - i), dc * c * f * (1 - f),
-                               dc * i * (1 - g ** 2), dh * tc * o * (1 - o)], axis=1)
-        return dpre, dpre, 0, dc * f
-    r, z, n, hn, h = cache
-    dn = dh * (1 - z) * (1 - n ** 2)
-    dr = dn * hn * r * (1 - r)
-    dz = dh * (h - n) * z * (1 - z)
-    return (xp.concatenate([dr, dz, dn], axis=1), xp.concatenate([dr, dz, dn * r], axis=1),
-            dh * z, None)
-
-
-def _run_direction(xp, mode, x, w, h, c):
-    """Forward over x (T, N, in); returns (outputs (T, N, H), h, c, caches)."""
-    px_all = x @ w["Wx"].T + w["bx"]
-    outs, caches = [], []
-    for t in range(x.shape[0]):
-        ph = h @ w["Wh"].T + w["bh"]
-        h_prev = h
-        h, c, cache = _step(xp, mode, px_all[t], ph, h, c)
-        outs.append(h)
-        caches.append((cache, h_prev))
-    return xp.stack(outs), h, c, caches
-
-
-def _direction_backward(xp, mode, x, w, caches, dout, dh, dc):
-    """BPTT over one direction; returns (dx, dh0, dc0, grads of Wx, Wh, bx, bh)."""
-    grads = {k: xp.zeros_like(v) for k, v in w.items()}
-    dpx_all = xp.zeros(x.shape[:2] + (w["Wx"].shape[0],), dtype=x.dtype)
-    for t in reversed(range(x.shape[0])):
-        cache, h_prev = caches[t]
-        dpx, dph, dh_direct, dc = _step_backward(xp, mode, cache, dout[t] + dh, dc)
-        dpx_all[t] = dpx
-        grads["Wh"] += dph.T @ h_prev
-        grads["bh"] += dph.sum(axis=0)
-        dh = dph @ w["Wh"] + dh_direct
-    grads["Wx"] += xp.einsum("tng,tnc->gc", dpx_all, x)
-    grads["bx"] += dpx_all.sum(axis=(0, 1))
-    return dpx_all @ w["Wx"], dh, dc, grads
 
 
 def _check(data, parameters, state, state_cell, mode, state_size, num_layers, dirs,
@@ -157,17 +87,20 @@ def rnn(xp, data, parameters, state, state_cell=None, sequence_length=None, stat
     weights = {key: {k: _view(parameters, s) for k, s in spec.items()}
                for key, spec in specs.items()}
     x, tape, hy, cy = data, [], [], []
+    steps = data.shape[0]
     for layer in range(num_layers):
         outs, layer_tape = [], []
         for d in range(dirs):
-            k = layer * dirs + d
-            seq = x if d == 0 else x[::-1]
-            c0 = state_cell[k] if mode == "lstm" else None
-            out, h, c, caches = _run_direction(xp, mode, seq, weights[layer, d], state[k], c0)
-            outs.append(out if d == 0 else out[::-1])
-            layer_tape.append((seq, caches))
-            hy.append(h)
-            cy.append(c)
+            k, w = layer * dirs + d, weights[layer, d]
+            # the layers' own per-direction run (one input matmul, C cell kernels, BPTT)
+            run = SequenceRun(xp, steps_for(mode, xp, [x, w["Wx"], w["Wh"]]), x, w["Wx"],
+                              w["Wh"], w["bx"], w["bh"], reverse=d == 1)
+            c0 = state_cell[k] if mode == "lstm" else state[k]    # ignored but by lstm
+            out = run.forward(xp.ascontiguousarray(state[k]), xp.ascontiguousarray(c0))
+            outs.append(out[:steps])
+            layer_tape.append(run)
+            hy.append(out[steps - 1] if d == 0 else out[0])
+            cy.append(out[steps] if mode == "lstm" else None)
         y = xp.concatenate(outs, axis=2)
         mask = None
         if p and layer < num_layers - 1 and autograd.is_training():
@@ -180,13 +113,13 @@ def rnn(xp, data, parameters, state, state_cell=None, sequence_length=None, stat
                      if state_outputs else [])
 
     def backward(dout, dhy=None, dcy=None):
-        return _rnn_backward(xp, mode, data, parameters, state, state_cell, specs, weights,
-                             tape, dirs, state_size, dout, dhy, dcy)
+        return _rnn_backward(xp, mode, data, parameters, state, state_cell, specs, tape, dirs,
+                             state_size, dout, dhy, dcy)
     return (tuple(results) if len(results) > 1 else results[0]), backward
 
 
-def _rnn_backward(xp, mode, data, parameters, state, state_cell, specs, weights, tape, dirs,
-                  hidden, dout, dhy, dcy):
+def _rnn_backward(xp, mode, data, parameters, state, state_cell, specs, tape, dirs, hidden,
+                  dout, dhy, dcy):
     dparams = xp.zeros_like(parameters)
     dstate = xp.zeros_like(state)
     dcell = xp.zeros_like(state_cell) if mode == "lstm" else None
@@ -195,20 +128,21 @@ def _rnn_backward(xp, mode, data, parameters, state, state_cell, specs, weights,
         if mask is not None:
             dout = dout * mask
         dx = 0
-        for d, (seq, caches) in enumerate(layer_tape):
-            k = layer * dirs + d
-            part = dout[:, :, d * hidden:(d + 1) * hidden]
-            dh = dhy[k] if dhy is not None else xp.zeros_like(state[k])
-            dc = (dcy[k] if dcy is not None else xp.zeros_like(state[k])) \
-                if mode == "lstm" else None
-            dseq, dh0, dc0, grads = _direction_backward(
-                xp, mode, seq, weights[layer, d], caches, part if d == 0 else part[::-1],
-                dh, dc)
-            dx = dx + (dseq if d == 0 else dseq[::-1])
+        for d, run in enumerate(layer_tape):
+            k, steps = layer * dirs + d, data.shape[0]
+            # the run's output rows: every step's h, then an lstm's final c
+            grad = xp.zeros((steps + (mode == "lstm"),) + state[k].shape, parameters.dtype)
+            grad[:steps] = dout[:, :, d * hidden:(d + 1) * hidden]
+            if dhy is not None:
+                grad[steps - 1 if d == 0 else 0] += dhy[k]
+            if mode == "lstm" and dcy is not None:
+                grad[steps] = dcy[k]
+            dseq, *grads, dh0, dc0 = run.backward(grad)
+            dx = dx + dseq
             dstate[k] = dh0
             if mode == "lstm":
                 dcell[k] = dc0
-            for name, g in grads.items():
+            for name, g in zip(("Wx", "Wh", "bx", "bh"), grads):
                 start, shape = specs[layer, d][name]
                 dparams[start:start + g.size] += g.reshape(-1)
         dout = dx
@@ -221,13 +155,13 @@ def lstm_cell(xp, i2h, h2h, c):
     MXNet's order (input, forget, candidate, output), and the cell state c (N, H), the
     stacked (2, N, H) [h', c'] with c' = f*c + i*g, h' = o*tanh(c').
 
-    gluon.rnn.LSTM runs its steps through it: one operator and one tape node per step
-    instead of a dozen. Example: ``h, c = nd._rnn_lstm_cell(i2h, h2h, c)``.
+    LSTMCell runs its steps through it: one operator and one tape node per step instead
+    of a dozen. Example: ``h, c = nd._rnn_lstm_cell(i2h, h2h, c)``.
     """
     if c.ndim != 2 or i2h.shape != (c.shape[0], 4 * c.shape[1]) or h2h.shape != i2h.shape:
         raise ShapeError(f"_rnn_lstm_cell: i2h {i2h.shape} and h2h {h2h.shape} must both be "
                          f"(N, 4H) for the cell state c of shape {c.shape} (N, H)")
-    kernels = _LSTMHost() if _lstm_on_host(xp, i2h, h2h, c) else _LSTMFormulas(xp)
+    kernels = rnn_kernels.kernels_for(xp, i2h, h2h, c)
     i2h, h2h, c = (kernels.contiguous(a) for a in (i2h, h2h, c))
     out, act = kernels.lstm_cell_forward(i2h, h2h, c)
 
@@ -240,44 +174,22 @@ def lstm_cell(xp, i2h, h2h, c):
     return out, backward
 
 
-def _lstm_on_host(xp, *arrays):
-    return (_HOST_KERNELS and xp is np and arrays[0].dtype in ext.LAYER_DTYPES and
-            all(isinstance(a, np.ndarray) and a.dtype == arrays[0].dtype for a in arrays))
+@register("_rnn_gru_cell", inputs=("i2h", "h2h", "h"))
+def gru_cell(xp, i2h, h2h, h):
+    """One GRU update, fused: from the gate projections i2h, h2h (N, 3H), gates in MXNet's
+    order (reset, update, new) and h2h holding its bias, and the state h (N, H), the new
+    state h' = (1 - z)*n + z*h with n = tanh(i2h_n + r*h2h_n).
 
+    GRUCell runs its steps through it. Example: ``h = nd._rnn_gru_cell(i2h, h2h, h)``.
+    """
+    if h.ndim != 2 or i2h.shape != (h.shape[0], 3 * h.shape[1]) or h2h.shape != i2h.shape:
+        raise ShapeError(f"_rnn_gru_cell: i2h {i2h.shape} and h2h {h2h.shape} must both be "
+                         f"(N, 3H) for the state h of shape {h.shape} (N, H)")
+    kernels = rnn_kernels.kernels_for(xp, i2h, h2h, h)
+    i2h, h2h, h = (kernels.contiguous(a) for a in (i2h, h2h, h))
+    out, act = kernels.gru_cell_forward(i2h, h2h, h)
 
-class _LSTMHost:
-    """The cell update of host float32/float64 arrays, in minigluon_ext."""
-
-    contiguous = staticmethod(np.ascontiguousarray)
-
-    def lstm_cell_forward(self, i2h, h2h, c):
-        return ext.lstm_cell_forward(i2h, h2h, c)
-
-    def lstm_cell_backward(self, dout, act, c, out):
-        return ext.lstm_cell_backward(dout, act, c, out)
-
-
-class _LSTMFormulas:
-    """The cell update written for any array module (CuPy, float16), as ext computes it."""
-
-    def __init__(self, xp):
-        self.xp = xp
-        self.contiguous = xp.ascontiguousarray
-
-    def lstm_cell_forward(self, i2h, h2h, c):
-        hd, xp = c.shape[1], self.xp
-        pre = i2h + h2h
-        act = xp.concatenate([_sigmoid(xp, pre[:, :2 * hd]), xp.tanh(pre[:, 2 * hd:3 * hd]),
-                              _sigmoid(xp, pre[:, 3 * hd:])], axis=1)
-        i, f, g, o = (act[:, k * hd:(k + 1) * hd] for k in range(4))
-        c_next = f * c + i * g
-        return xp.stack([o * xp.tanh(c_next), c_next]), act
-
-    def lstm_cell_backward(self, dout, act, c, out):
-        hd = c.shape[1]
-        i, f, g, o = (act[:, k * hd:(k + 1) * hd] for k in range(4))
-        t = self.xp.tanh(out[1])
-        dct = dout[1] + dout[0] * o * (1 - t * t)
-        da = self.xp.concatenate([dct * g * i * (1 - i), dct * c * f * (1 - f),
-                                  dct * i * (1 - g * g), dout[0] * t * o * (1 - o)], axis=1)
-        return da, dct * f
+    def backward(dout):
+        return kernels.gru_cell_backward(kernels.contiguous(dout.astype(h.dtype, copy=False)),
+                                         act, h)
+    return out, backward

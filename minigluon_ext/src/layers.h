@@ -147,4 +147,17 @@ typedef struct {
 } mg_lstm_args;
 void mg_lstm_task(void *args, size_t begin, size_t end);
 
+/* gru.c: one GRU update on rows n of i2h, h2h (N, 3H; h2h with its bias) and h (N, H);
+ * out (N, H) holds h', act (N, 4H) the gates r, z, n and h2h's new-gate part.  With
+ * dout (N, H) = dh' given, the backward writes di2h and dh2h (N, 3H), the gradients of
+ * the projections, and dh (N, H), the gradient of h through the update gate, from act
+ * and h.  Items: rows. */
+typedef struct {
+    int dtype;
+    size_t n, hidden;
+    const void *i2h, *h2h, *h, *dout;
+    void *out, *act, *di2h, *dh2h, *dh; /* forward writes out and act; backward reads act */
+} mg_gru_args;
+void mg_gru_task(void *args, size_t begin, size_t end);
+
 #endif

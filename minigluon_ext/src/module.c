@@ -730,6 +730,45 @@ static PyObject *py_lstm_cell(PyObject *self, PyObject *args)
     return run_layer(&b, s.n, nthreads, mg_lstm_task, &s);
 }
 
+/* gru_cell(kind, h, act, out, a, b, dh, nthreads): h (N, H) sets the sizes.  Kind 0
+ * (forward) reads a = i2h and b = h2h (N, 3H), writes act (N, 4H) and out (N, H) = h';
+ * kind 1 (backward) reads act and out = dout (N, H), writes a = di2h, b = dh2h (N, 3H)
+ * and dh (N, H); dh is None in the forward. */
+static PyObject *py_gru_cell(PyObject *self, PyObject *args)
+{
+    static const char *fn = "gru_cell";
+    PyObject *h_obj, *act_obj, *out_obj, *a_obj, *b_obj, *dh_obj;
+    int kind, nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_gru_args s;
+    if (!PyArg_ParseTuple(args, "iOOOOOOi", &kind, &h_obj, &act_obj, &out_obj, &a_obj, &b_obj,
+                          &dh_obj, &nthreads))
+        return NULL;
+    if (kind != 0 && kind != 1)
+        return PyErr_Format(PyExc_ValueError, "%s: kind must be 0 or 1, got %d", fn, kind);
+    int back = kind == 1;
+    Py_buffer *h = take_float(&b, h_obj, 0, 2, fn, "h", &dtype);
+    if (!h)
+        return fail(&b);
+    s.dtype = dtype, s.n = (size_t)h->shape[0], s.hidden = (size_t)h->shape[1];
+    size_t state = s.n * s.hidden, gates = 3 * state;
+    Py_buffer *act = take_like(&b, act_obj, !back, fn, "act", dtype, 4 * state);
+    Py_buffer *out = act ? take_like(&b, out_obj, !back, fn, back ? "dout" : "out", dtype,
+                                     state) : NULL;
+    Py_buffer *x = out ? take_like(&b, a_obj, back, fn, back ? "di2h" : "i2h", dtype, gates)
+                       : NULL;
+    Py_buffer *y = x ? take_like(&b, b_obj, back, fn, back ? "dh2h" : "h2h", dtype, gates)
+                     : NULL;
+    Py_buffer *dh = y && back ? take_like(&b, dh_obj, 1, fn, "dh", dtype, state) : NULL;
+    if (!y || (back && !dh))
+        return fail(&b);
+    s.h = h->buf, s.act = act->buf;
+    s.out = back ? NULL : out->buf, s.dout = back ? out->buf : NULL;
+    s.i2h = back ? NULL : x->buf, s.h2h = back ? NULL : y->buf;
+    s.di2h = back ? x->buf : NULL, s.dh2h = back ? y->buf : NULL, s.dh = back ? dh->buf : NULL;
+    return run_layer(&b, s.n, nthreads, mg_gru_task, &s);
+}
+
 /* batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads): x is (outer, C, inner);
  * the arguments a kind does not use are None. */
 static PyObject *py_batch_norm(PyObject *self, PyObject *args)
@@ -1132,6 +1171,8 @@ static PyMethodDef methods[] = {
      "depthwise(kind, x, y, w, bias_or_None, kh, kw, sh, sw, ph, pw, dh, dw, nthreads)"},
     {"lstm_cell", py_lstm_cell, METH_VARARGS,
      "lstm_cell(kind, c, act, out, i2h_or_dout, h2h_or_da, dc_or_None, nthreads)"},
+    {"gru_cell", py_gru_cell, METH_VARARGS,
+     "gru_cell(kind, h, act, out_or_dout, i2h_or_di2h, h2h_or_dh2h, dh_or_None, nthreads)"},
     {"batch_norm", py_batch_norm, METH_VARARGS,
      "batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads)"},
     {"relu", py_relu, METH_VARARGS, "relu(x, dy_or_None, out, nthreads)"},

@@ -8,7 +8,7 @@ import minigluon as mx
 from minigluon import autograd, nd
 from minigluon.base import MXNetError, ShapeError
 from minigluon.gluon import rnn
-from minigluon.ndarray import ops_rnn
+from minigluon.ndarray import rnn_kernels
 
 from gradcheck import check_grad
 
@@ -84,7 +84,7 @@ def _unfused_lstm(i2h, h2h, c):
 @pytest.mark.parametrize("host_kernels", [True, False])
 @pytest.mark.parametrize("shape", [(1, 1), (3, 5), (32, 64)])
 def test_fused_lstm_cell_matches_the_unfused_step(shape, host_kernels, monkeypatch):
-    monkeypatch.setattr(ops_rnn, "_HOST_KERNELS", host_kernels)
+    monkeypatch.setattr(rnn_kernels, "HOST_KERNELS", host_kernels)
     n, h = shape
     rng = np.random.default_rng(31)
     arrays = [rng.standard_normal(s).astype(np.float32) for s in ((n, 4 * h), (n, 4 * h), (n, h))]
@@ -104,7 +104,7 @@ def test_fused_lstm_cell_matches_the_unfused_step(shape, host_kernels, monkeypat
 
 @pytest.mark.parametrize("host_kernels", [True, False])
 def test_fused_lstm_cell_gradients(host_kernels, monkeypatch):
-    monkeypatch.setattr(ops_rnn, "_HOST_KERNELS", host_kernels)
+    monkeypatch.setattr(rnn_kernels, "HOST_KERNELS", host_kernels)
     rng = np.random.default_rng(32)
     check_grad(nd._rnn_lstm_cell, rng.standard_normal((2, 12)), rng.standard_normal((2, 12)),
                rng.standard_normal((2, 3)))
@@ -113,3 +113,45 @@ def test_fused_lstm_cell_gradients(host_kernels, monkeypatch):
 def test_fused_lstm_cell_rejects_mismatched_shapes():
     with pytest.raises(ShapeError, match=r"must both be \(N, 4H\).*\(2, 3\)"):
         nd._rnn_lstm_cell(nd.zeros((2, 8)), nd.zeros((2, 12)), nd.zeros((2, 3)))
+
+
+# ---------------------------------------------------------------- the fused GRU cell update
+
+def _unfused_gru(i2h, h2h, h):
+    """gluon.rnn's unfused step, the path the fused op replaces in GRUCell."""
+    from minigluon.gluon.rnn.rnn_cell import gru_step
+    return gru_step(nd, i2h, h2h, h, h.shape[1])
+
+
+@pytest.mark.parametrize("host_kernels", [True, False])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (32, 64)])
+def test_fused_gru_cell_matches_the_unfused_step(shape, host_kernels, monkeypatch):
+    monkeypatch.setattr(rnn_kernels, "HOST_KERNELS", host_kernels)
+    n, h = shape
+    rng = np.random.default_rng(33)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((n, 3 * h), (n, 3 * h), (n, h))]
+    head = nd.array(rng.standard_normal((n, h)).astype(np.float32))
+    results = []
+    for fn in (nd._rnn_gru_cell, _unfused_gru):
+        xs = [nd.array(a) for a in arrays]
+        for x in xs:
+            x.attach_grad()
+        with autograd.record():
+            y = fn(*xs)
+        y.backward(head)
+        results.append([y.asnumpy()] + [x.grad.asnumpy() for x in xs])
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("host_kernels", [True, False])
+def test_fused_gru_cell_gradients(host_kernels, monkeypatch):
+    monkeypatch.setattr(rnn_kernels, "HOST_KERNELS", host_kernels)
+    rng = np.random.default_rng(34)
+    check_grad(nd._rnn_gru_cell, rng.standard_normal((2, 9)), rng.standard_normal((2, 9)),
+               rng.standard_normal((2, 3)))
+
+
+def test_fused_gru_cell_rejects_mismatched_shapes():
+    with pytest.raises(ShapeError, match=r"must both be \(N, 3H\).*\(2, 3\)"):
+        nd._rnn_gru_cell(nd.zeros((2, 8)), nd.zeros((2, 9)), nd.zeros((2, 3)))

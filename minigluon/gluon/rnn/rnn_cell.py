@@ -36,7 +36,8 @@ def unstack(F, x, n, axis):
 
 def lstm_step(F, i2h, h2h, c, hidden, name=None):
     """One LSTM update from the two projections (N, 4H) and the cell state c (N, H);
-    returns (h, c). `name` names the node of h in a symbolic graph."""
+    returns (h, c). `name` names the node of h in a symbolic graph. LSTMCell runs the
+    fused `_rnn_lstm_cell` instead; this is the plain path (LSTMPCell, tests)."""
     gates = unstack(F, F.reshape(i2h + h2h, (0, 4, hidden)), 4, axis=1)
     in_gate, forget_gate = F.sigmoid(gates[0]), F.sigmoid(gates[1])
     candidate, out_gate = F.tanh(gates[2]), F.sigmoid(gates[3])
@@ -45,7 +46,8 @@ def lstm_step(F, i2h, h2h, c, hidden, name=None):
 
 
 def gru_step(F, i2h, h2h, h, hidden, name=None):
-    """One GRU update from the two projections (N, 3H) and the hidden state h (N, H)."""
+    """One GRU update from the two projections (N, 3H) and the hidden state h (N, H).
+    GRUCell runs the fused `_rnn_gru_cell` instead; this is the plain path (tests)."""
     ri, zi, ni = unstack(F, F.reshape(i2h, (0, 3, hidden)), 3, axis=1)
     rh, zh, nh = unstack(F, F.reshape(h2h, (0, 3, hidden)), 3, axis=1)
     reset, update = F.sigmoid(ri + rh), F.sigmoid(zi + zh)
@@ -266,7 +268,10 @@ class LSTMCell(_GatedCell):
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         i2h, h2h = self._project(F, inputs, states[0], i2h_weight, h2h_weight, i2h_bias,
                                  h2h_bias)
-        h, c = lstm_step(F, i2h, h2h, states[1], self._hidden_size, self._op_name("out"))
+        # the fused cell update (one operator, C kernels on the host) gives [h', c'];
+        # identity names h' as lstm_step's last operator named it
+        h, c = unstack(F, F._rnn_lstm_cell(i2h, h2h, states[1]), 2, 0)
+        h = F.identity(h, name=self._op_name("out"))
         return h, [h, c]
 
 
@@ -284,7 +289,7 @@ class GRUCell(_GatedCell):
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         i2h, h2h = self._project(F, inputs, states[0], i2h_weight, h2h_weight, i2h_bias,
                                  h2h_bias)
-        h = gru_step(F, i2h, h2h, states[0], self._hidden_size, self._op_name("out"))
+        h = F._rnn_gru_cell(i2h, h2h, states[0], name=self._op_name("out"))
         return h, [h]
 
 

@@ -1,9 +1,12 @@
 """Recurrent layers over whole sequences: RNN, LSTM and GRU with num_layers, bidirectional
 and dropout between layers, as MXNet's gluon.rnn layers.
 
-The layer unrolls the same step functions as the cells (rnn_cell.py) over the time axis,
-so gradients come from autograd and a hybridized layer traces one graph per sequence
-length. Parameters are named as MXNet's: l0_i2h_weight, l0_h2h_weight, l0_i2h_bias,
+Each direction of each layer is one operator, `_rnn_sequence` (ndarray/ops_rnn_sequence.py):
+one matmul projects the inputs of every step, a loop inside the operator runs the
+recurrence with the fused cell update, and its backward runs through time in one node of
+the tape. A hybridized layer traces one graph per sequence length. Layers with
+projection_size (LSTMP) unroll the steps as operators instead (`_unrolled`).
+Parameters are named as MXNet's: l0_i2h_weight, l0_h2h_weight, l0_i2h_bias,
 l0_h2h_bias for layer 0 left to right, r0_... for its right-to-left direction.
 """
 from ... import ndarray as nd
@@ -20,7 +23,7 @@ __all__ = ["RNN", "LSTM", "GRU"]
 
 
 class _RNNLayer(HybridBlock):
-    _shape_dependent = True      # unrolled over the sequence length: one trace per length
+    _shape_dependent = True      # slices by the sequence length: one trace per length
     _gates = 1
     _num_states = 1
 
@@ -119,6 +122,50 @@ class _RNNLayer(HybridBlock):
                              "layer.begin_state(batch_size)")
 
     def hybrid_forward(self, F, inputs, states, **params):
+        if self._projection_size:
+            return self._unrolled(F, inputs, states, params)
+        swap = self._layout == "NTC"
+        x = F.swapaxes(inputs, dim1=0, dim2=1) if swap else inputs
+        given = None if states is None else \
+            [unstack(F, s, len(self._directions), 0) for s in states]
+        finals = [[] for _ in self._state_widths()]
+        for layer in range(self._num_layers):
+            outputs = []
+            for d in ("l", "r")[:self._dirs]:
+                k = self._directions.index((d, layer))
+                out, last = self._sequence(F, x, params, f"{d}{layer}_", d == "r",
+                                           given and [s[k] for s in given])
+                outputs.append(out)
+                for kept, s in zip(finals, last):
+                    kept.append(s)
+            x = outputs[0] if self._dirs == 1 else F.concat(*outputs, dim=2)
+            if self._dropout and layer < self._num_layers - 1:
+                # the op drops only in training mode, also when replayed from a trace
+                x = F.Dropout(x, p=self._dropout)
+        out = F.swapaxes(x, dim1=0, dim2=1) if swap else x
+        if states is None:
+            return out
+        return out, [F.concat(*kept, dim=0) for kept in finals]
+
+    def _sequence(self, F, x, params, prefix, reverse, state):
+        """One direction of one layer over x (T, N, C): (outputs (T, N, H), the final
+        states as (1, N, H) each when `state` was given, else [])."""
+        w = [params[prefix + n] for n in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias")]
+        seq = F._rnn_sequence(x, *w, *(state or []), mode=self._mode, reverse=reverse)
+        steps = self._steps
+        # an lstm's sequence carries its final cell state as one more row
+        out = F.slice_axis(seq, axis=0, begin=0, end=steps) if self._num_states == 2 else seq
+        if state is None:
+            return out, []
+        at = 0 if reverse else steps - 1
+        last = [F.slice_axis(seq, axis=0, begin=at, end=at + 1)]
+        if self._num_states == 2:
+            last.append(F.slice_axis(seq, axis=0, begin=steps, end=steps + 1))
+        return out, last
+
+    def _unrolled(self, F, inputs, states, params):
+        """The layer as operators per step (for projection_size, which the sequence
+        operator does not take)."""
         steps = unstack(F, inputs, self._steps, self._layout.find("T"))
         if states is None:
             # zeros (N, width) built from the input, so a traced graph fits any batch size
@@ -141,7 +188,6 @@ class _RNNLayer(HybridBlock):
             steps = outputs[0] if self._dirs == 1 else \
                 [F.concat(a, b, dim=1) for a, b in zip(*outputs)]
             if self._dropout and layer < self._num_layers - 1:
-                # the op drops only in training mode, also when replayed from a trace
                 steps = [F.Dropout(s, p=self._dropout) for s in steps]
         out = F.stack(*steps, axis=self._layout.find("T"))
         if states is None:
@@ -242,6 +288,10 @@ class RNN(_RNNLayer):
 
     _cell_class = RNNCell
 
+    @property
+    def _mode(self):
+        return "rnn_" + self._activation
+
     def _cell_kwargs(self):
         return {"activation": self._activation}
 
@@ -256,6 +306,7 @@ class LSTM(_RNNLayer):
     _gates = 4
     _num_states = 2
     _cell_class = LSTMCell
+    _mode = "lstm"
 
     def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0,
                  bidirectional=False, input_size=0, i2h_weight_initializer=None,
@@ -268,7 +319,7 @@ class LSTM(_RNNLayer):
                          **kwargs)
 
     def _step(self, F, i2h, h2h, state):
-        # the fused cell update: one operator per step instead of lstm_step's dozen
+        # projection_size only (see _unrolled): the fused cell update, one op per step
         return unstack(F, F._rnn_lstm_cell(i2h, h2h, state[1]), 2, 0)
 
 
@@ -276,6 +327,7 @@ class GRU(_RNNLayer):
     __doc__ = "GRU layer; states [h].\n" + _INIT_DOC
     _gates = 3
     _cell_class = GRUCell
+    _mode = "gru"
 
     def _step(self, F, i2h, h2h, state):
         return [gru_step(F, i2h, h2h, state[0], self._hidden_size)]
