@@ -70,6 +70,20 @@ def clean_env(**extra):
     return env
 
 
+def run_clean(args, tmp_path_factory, name, timeout=60):
+    """Launch `args` in a fresh folder `name` (with its pids/ folder), wait for exit 0 and
+    check nothing it started is left; the finished Launch (its folder is `run.cwd`)."""
+    folder = tmp_path_factory.mktemp(name)
+    (folder / "pids").mkdir()
+    run = Launch(args(folder), folder, folder / "pids")
+    try:
+        assert run.wait(timeout) == 0, run.text()
+        run.assert_nothing_left()
+    finally:
+        run.kill()
+    return run
+
+
 class Launch:
     """One minigluon-launch process and every process seen under it, owned by PID."""
 

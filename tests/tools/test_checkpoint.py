@@ -17,7 +17,7 @@ import pytest
 
 import minigluon as mx
 
-from launchkit import PY, Launch
+from launchkit import PY, run_clean
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ckpt_train.py")
 STEPS, EVERY = 20, 4
@@ -39,15 +39,7 @@ def load(path):
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     """The parameters after STEPS steps of a job that was never stopped."""
-    folder = tmp_path_factory.mktemp("uninterrupted")
-    (folder / "pids").mkdir()
-    run = Launch(train_args(folder), folder, folder / "pids")
-    try:
-        assert run.wait(60) == 0, run.text()
-        run.assert_nothing_left()
-    finally:
-        run.kill()
-    return load(folder / "final.params")
+    return load(run_clean(train_args, tmp_path_factory, "uninterrupted").cwd / "final.params")
 
 
 @pytest.mark.timeout(120)

@@ -17,7 +17,7 @@ import signal
 import numpy as np
 import pytest
 
-from launchkit import PY, Launch, hostfile
+from launchkit import PY, hostfile, run_clean
 from minigluon.tools import launch
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "restart_train.py")
@@ -55,16 +55,9 @@ def figures(out, kill_step, rank):
 @pytest.fixture(scope="module")
 def fault_free(tmp_path_factory):
     """The parameters of a dist_sync job that lost no worker."""
-    folder = tmp_path_factory.mktemp("fault_free")
-    (folder / "pids").mkdir()
-    run = Launch(train_args(folder), folder, folder / "pids")
-    try:
-        assert run.wait(60) == 0, run.text()
-        run.assert_nothing_left()
-    finally:
-        run.kill()
+    run = run_clean(train_args, tmp_path_factory, "fault_free")
     assert "restart" not in run.err
-    return params(folder, 0)
+    return params(run.cwd, 0)
 
 
 @pytest.mark.timeout(120)

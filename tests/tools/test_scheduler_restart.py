@@ -18,7 +18,7 @@ import signal
 import numpy as np
 import pytest
 
-from launchkit import PY, Launch, hostfile
+from launchkit import PY, hostfile, run_clean
 from test_restarts import REPO, SCRIPT, params
 
 STEPS = 8           # 1 epoch: 256 samples, 2 workers, batches of 16
@@ -57,15 +57,7 @@ def assert_restarted(run):
 @pytest.fixture(scope="module")
 def fault_free(tmp_path_factory):
     """The parameters of a dist_sync job whose scheduler lived."""
-    folder = tmp_path_factory.mktemp("sched_fault_free")
-    (folder / "pids").mkdir()
-    run = Launch(train_args(folder), folder, folder / "pids")
-    try:
-        assert run.wait(60) == 0, run.text()
-        run.assert_nothing_left()
-    finally:
-        run.kill()
-    return params(folder, 0)
+    return params(run_clean(train_args, tmp_path_factory, "sched_fault_free").cwd, 0)
 
 
 def assert_bit_identical(folder, want, run):
