@@ -28,7 +28,7 @@ import time
 from . import config
 
 __all__ = ["compute_threads", "look_again", "set_blas_threads", "limit_to_one", "FreeCores",
-           "reload_blas_environment"]
+           "blas_libraries", "reload_blas_environment"]
 
 SAMPLE_S = 0.1      # how often the runnable count is read
 RESCAN_S = 5.0      # how often BLAS libraries loaded since (SciPy's, say) are looked for
@@ -132,12 +132,13 @@ def look_again():
     """Make the next `compute_threads()` read the environment and the cores afresh, and
     set every BLAS library loaded by then."""
     _State.next_sample = _State.next_scan = 0.0
+    _Libraries.found = None
 
 
 def set_blas_threads(n):
     """Hold every BLAS library loaded in this process to `n` threads."""
     _State.blas = n
-    for lib in _blas_libraries():
+    for lib in blas_libraries(rescan=True):
         lib.set_num_threads(n)
 
 
@@ -148,12 +149,22 @@ def limit_to_one():
     set_blas_threads(1)
 
 
-def _blas_libraries():
-    """threadpoolctl's controllers of the BLAS libraries loaded now (a search of about a
-    millisecond: done when the count changes, and every RESCAN_S for libraries loaded
-    later, such as SciPy's)."""
-    from threadpoolctl import ThreadpoolController
-    return [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+class _Libraries:
+    found = None            # threadpoolctl's BLAS controllers at the last search
+    searched = 0.0          # monotonic time of that search
+
+
+def blas_libraries(rescan=False):
+    """threadpoolctl's controllers of the BLAS libraries loaded in this process. A search
+    costs about a millisecond, so the list is kept and searched again after RESCAN_S (for
+    libraries loaded later, such as SciPy's), on `rescan`, and after `look_again()`."""
+    now = time.monotonic()
+    if rescan or _Libraries.found is None or now >= _Libraries.searched + RESCAN_S:
+        from threadpoolctl import ThreadpoolController
+        _Libraries.found = [c for c in ThreadpoolController().lib_controllers
+                            if c.user_api == "blas"]
+        _Libraries.searched = now
+    return _Libraries.found
 
 
 def reload_blas_environment():
@@ -161,7 +172,7 @@ def reload_blas_environment():
     them; True where it could. Call only while no BLAS call runs."""
     import ctypes
     done = False
-    for lib in _blas_libraries():
+    for lib in blas_libraries(rescan=True):
         if lib.internal_api != "openblas":
             continue
         handle = ctypes.CDLL(lib.filepath)

@@ -16,22 +16,6 @@ import contextlib
 from .. import threads
 
 
-class _Libraries:
-    found = None      # threadpoolctl's BLAS controllers, searched once (about 1 ms)
-
-
-def _blas_controllers():
-    if _Libraries.found is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:        # without threadpoolctl the count is left alone
-            _Libraries.found = []
-        else:
-            _Libraries.found = [c for c in ThreadpoolController().lib_controllers
-                                if c.user_api == "blas"]
-    return _Libraries.found
-
-
 @contextlib.contextmanager
 def one_blas_thread():
     """BLAS runs on one thread inside the block, on `threads.compute_threads()` after.
@@ -43,7 +27,7 @@ def one_blas_thread():
     if threads.compute_threads() == 1:
         yield
         return
-    libraries = _blas_controllers()
+    libraries = threads.blas_libraries()     # searched again every few seconds
     for lib in libraries:
         lib.set_num_threads(1)
     try:

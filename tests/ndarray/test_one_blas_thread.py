@@ -16,6 +16,7 @@ def test_one_thread_inside_and_the_compute_count_after(monkeypatch):
     if not _blas_counts():
         pytest.skip("NumPy's BLAS is not visible to threadpoolctl here")
     monkeypatch.setattr(threads, "compute_threads", lambda: 2)
+    threads.look_again()        # a BLAS library an earlier test loaded is searched for
     with module.one_blas_thread():
         inside = _blas_counts()
         np.ones((64, 64)) @ np.ones((64, 64))
