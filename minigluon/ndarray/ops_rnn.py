@@ -149,6 +149,14 @@ def _rnn_backward(xp, mode, data, parameters, state, state_cell, specs, tape, di
     return (dout, dparams, dstate, dcell, None)
 
 
+def _check_gates(op, i2h, h2h, state, gates, what):
+    """ShapeError unless i2h and h2h are both (N, gates*H) for `state` (N, H)."""
+    if state.ndim != 2 or i2h.shape != (state.shape[0], gates * state.shape[1]) or \
+            h2h.shape != i2h.shape:
+        raise ShapeError(f"{op}: i2h {i2h.shape} and h2h {h2h.shape} must both be "
+                         f"(N, {gates}H) for {what} of shape {state.shape} (N, H)")
+
+
 @register("_rnn_lstm_cell", inputs=("i2h", "h2h", "c"))
 def lstm_cell(xp, i2h, h2h, c):
     """One LSTM cell update, fused: from the gate projections i2h, h2h (N, 4H), gates in
@@ -158,9 +166,7 @@ def lstm_cell(xp, i2h, h2h, c):
     LSTMCell runs its steps through it: one operator and one tape node per step instead
     of a dozen. Example: ``h, c = nd._rnn_lstm_cell(i2h, h2h, c)``.
     """
-    if c.ndim != 2 or i2h.shape != (c.shape[0], 4 * c.shape[1]) or h2h.shape != i2h.shape:
-        raise ShapeError(f"_rnn_lstm_cell: i2h {i2h.shape} and h2h {h2h.shape} must both be "
-                         f"(N, 4H) for the cell state c of shape {c.shape} (N, H)")
+    _check_gates("_rnn_lstm_cell", i2h, h2h, c, 4, "the cell state c")
     kernels = rnn_kernels.kernels_for(xp, i2h, h2h, c)
     i2h, h2h, c = (kernels.contiguous(a) for a in (i2h, h2h, c))
     out, act = kernels.lstm_cell_forward(i2h, h2h, c)
@@ -182,9 +188,7 @@ def gru_cell(xp, i2h, h2h, h):
 
     GRUCell runs its steps through it. Example: ``h = nd._rnn_gru_cell(i2h, h2h, h)``.
     """
-    if h.ndim != 2 or i2h.shape != (h.shape[0], 3 * h.shape[1]) or h2h.shape != i2h.shape:
-        raise ShapeError(f"_rnn_gru_cell: i2h {i2h.shape} and h2h {h2h.shape} must both be "
-                         f"(N, 3H) for the state h of shape {h.shape} (N, H)")
+    _check_gates("_rnn_gru_cell", i2h, h2h, h, 3, "the state h")
     kernels = rnn_kernels.kernels_for(xp, i2h, h2h, h)
     i2h, h2h, h = (kernels.contiguous(a) for a in (i2h, h2h, h))
     out, act = kernels.gru_cell_forward(i2h, h2h, h)
