@@ -107,16 +107,26 @@ def test_an_interrupted_run_ends_its_processes_and_deletes_its_namespaces(needs_
     assert not left, f"processes of the job left running: {left}"
 
 
+def pids_in(namespace):
+    """The PIDs running in `namespace`; none when it is gone: the harness makes short-lived
+    probe namespaces (`<tag>-netem`, `<tag>-probe`) that may vanish between the listing
+    and this question."""
+    try:
+        return netlab.ip("netns", "pids", namespace).split()
+    except RuntimeError as err:
+        if "Cannot open network namespace" in str(err):
+            return []
+        raise
+
+
 def wait_for_job(prefix, within):
     """The PIDs running in the namespaces under `prefix` once a worker runs there."""
     end = time.monotonic() + within
     while time.monotonic() < end:
         hosts = [n for n in namespaces(prefix) if n.endswith("-w1")]
         if hosts:
-            pids = [int(p) for n in namespaces(prefix)
-                    for p in netlab.ip("netns", "pids", n).split()]
-            workers = netlab.ip("netns", "pids", hosts[0]).split()
-            if workers:
+            pids = [int(p) for n in namespaces(prefix) for p in pids_in(n)]
+            if pids_in(hosts[0]):
                 return pids
         time.sleep(0.2)
     raise AssertionError(f"no worker ran in a namespace {prefix}* within {within} s")
