@@ -28,7 +28,9 @@ kernels = Extension(
     extra_link_args=["-pthread"],
 )
 
-# The header must travel in the sdist too (setuptools does not ship `depends`); the job's
-# live page (minigluon/tools/dashboard.py) is served from its HTML file.
-setup(ext_modules=[kernels], package_data={"minigluon_ext": ["src/*.h"],
+# The header must travel in the sdist too (setuptools does not ship `depends`); the CUDA
+# sources are compiled at run time by minigluon_ext/gpu.py; the job's live page
+# (minigluon/tools/dashboard.py) is served from its HTML file.
+setup(ext_modules=[kernels], package_data={"minigluon_ext": ["src/*.h", "cuda_src/*.cu",
+                                                             "cuda_src/*.cuh"],
                                            "minigluon.tools": ["*.html"]})
