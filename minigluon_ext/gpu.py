@@ -26,6 +26,7 @@ SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_src"
 NVRTC_OPTIONS = ("--std=c++14", "--fmad=false", "--prec-div=true", "--prec-sqrt=true")
 
 BLOCK = 256            # threads per block
+UPDATE_FORMS = ("optimizer", "operator")
 MAX_BLOCKS = 8192      # a grid-stride loop covers any size with at most this many blocks
 
 
@@ -36,6 +37,11 @@ def source(name):
     with open(os.path.join(SOURCE_DIR, name + ".cu")) as f:
         body = f.read()
     return f"{common}\n#line 1 \"{name}.cu\"\n{body}"
+
+
+def _suffix(x):
+    """A kernel name's dtype suffix for a float32 or float64 array."""
+    return "f32" if x.dtype == np.float32 else "f64"
 
 
 def blocks_for(n):
@@ -159,6 +165,85 @@ class Kernels:
                   (packed, out, t, np.int32(add), np.int64(out.size)), out)
 
 
+    # ---- optimizer updates (cuda_src/update.cu) --------------------------------------------
+    # form="optimizer": the steps of optimizer/sgd.py, adam.py and nag.py (wd * weight added
+    # only when wd != 0); form="operator": nd.sgd_update, nd.sgd_mom_update, nd.adam_update
+    # and nd.nag_mom_update (wd * weight always added, and their grouping of operations).
+
+    def sgd_update(self, weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0,
+                   rescale_grad=1.0, clip_gradient=None, nthreads=None, form="optimizer"):
+        """One SGD step on weight (and mom) in place: native.sgd_update's rule and bits."""
+        fn = "sgd_update"
+        self._update_arrays(fn, weight, grad, [("mom", mom)] if mom is not None else [])
+        t, clip, clipping, decay = self._update_numbers(fn, weight, wd, clip_gradient, form)
+        nums = [t(check.real(fn, name, v)) for name, v in
+                (("lr", lr), ("wd", wd), ("momentum", momentum), ("rescale_grad", rescale_grad))]
+        state = weight if mom is None else mom        # never read without momentum
+        self._run("update", f"sgd_update_{_suffix(weight)}", weight.size,
+                  (weight, grad, state, *nums, t(clip), np.int32(clipping), np.int32(decay),
+                   np.int32(mom is not None), np.int64(weight.size)), weight)
+        return weight
+
+    def adam_update(self, weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                    wd=0.0, rescale_grad=1.0, clip_gradient=None, form="optimizer"):
+        """One Adam step (lr already bias-corrected) on weight, mean and var in place:
+        optimizer/adam.py's arithmetic (form="operator": nd.adam_update's)."""
+        fn = "adam_update"
+        self._update_arrays(fn, weight, grad, [("mean", mean), ("var", var)])
+        t, clip, clipping, decay = self._update_numbers(fn, weight, wd, clip_gradient, form)
+        lr, b1, b2, eps, wd, rescale = [check.real(fn, name, v) for name, v in (
+            ("lr", lr), ("beta1", beta1), ("beta2", beta2), ("epsilon", epsilon), ("wd", wd),
+            ("rescale_grad", rescale_grad))]
+        # 1 - beta rounds once, from double: NumPy's (1.0 - beta1) * g does the same
+        nums = [t(v) for v in (lr, b1, b2, 1.0 - b1, 1.0 - b2, eps, wd, rescale, clip)]
+        self._run("update", f"adam_update_{_suffix(weight)}", weight.size,
+                  (weight, grad, mean, var, *nums, np.int32(clipping), np.int32(decay),
+                   np.int32(form == "optimizer"), np.int64(weight.size)), weight)
+        return weight
+
+    def nag_mom_update(self, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
+                       clip_gradient=None, form="optimizer"):
+        """One Nesterov step on weight and mom in place: nag_mom_step's arithmetic
+        (ndarray/ops_optimizer_mp.py; form="operator": nd.nag_mom_update's)."""
+        fn = "nag_mom_update"
+        self._update_arrays(fn, weight, grad, [("mom", mom)])
+        t, clip, clipping, _ = self._update_numbers(fn, weight, wd, clip_gradient, form)
+        nums = [t(check.real(fn, name, v)) for name, v in
+                (("lr", lr), ("wd", wd), ("momentum", momentum), ("rescale_grad", rescale_grad))]
+        # nag_mom_step adds wd * weight whatever wd is, as the operator does
+        self._run("update", f"nag_mom_update_{_suffix(weight)}", weight.size,
+                  (weight, grad, mom, *nums, t(clip), np.int32(clipping), np.int32(1),
+                   np.int32(form == "optimizer"), np.int64(weight.size)), weight)
+        return weight
+
+    def _update_arrays(self, fn, weight, grad, states):
+        """weight, grad and the states: contiguous float32/float64 arrays of one shape,
+        dtype and device, the states writable and apart from the others."""
+        self._array(fn, "weight", weight, writable=True, dtypes=check.LAYER_FLOATS)
+        self._array(fn, "grad", grad, dtypes=check.LAYER_FLOATS)
+        check.like(fn, "grad", grad, "weight", weight)
+        others = [("weight", weight), ("grad", grad)]
+        for name, s in states:
+            self._array(fn, name, s, writable=True, dtypes=check.LAYER_FLOATS)
+            check.like(fn, name, s, "weight", weight)
+            for other_name, other in others:
+                if self.xp.may_share_memory(s, other):
+                    raise ValueError(f"{fn}: {name} (shape {s.shape}) shares memory with "
+                                     f"{other_name}; help: pass separate arrays")
+            others.append((name, s))
+        self._same_device(fn, weight, *others[1:])
+
+    @staticmethod
+    def _update_numbers(fn, weight, wd, clip_gradient, form):
+        """(the dtype's scalar type, clip as a float, whether to clip, whether to add
+        wd * weight) for `form`; clip_gradient None or <= 0 is off."""
+        if form not in UPDATE_FORMS:
+            raise ValueError(f"{fn}: form must be one of {UPDATE_FORMS}, got {form!r}")
+        clip = 0.0 if clip_gradient is None else check.real(fn, "clip_gradient", clip_gradient)
+        decay = form == "operator" or check.real(fn, "wd", wd) != 0
+        return weight.dtype.type, clip, clip > 0, decay
+
+
 _cuda = None
 
 
@@ -183,3 +268,24 @@ def dequantize_2bit(packed, threshold, out, nthreads=None):
 def dequantize_2bit_add(packed, threshold, out, nthreads=None):
     """`native.dequantize_2bit_add` for CuPy arrays."""
     return kernels().dequantize_2bit_add(packed, threshold, out, nthreads)
+
+
+def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_grad=1.0,
+               clip_gradient=None, nthreads=None):
+    """`native.sgd_update` for CuPy arrays."""
+    return kernels().sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad,
+                                clip_gradient, nthreads)
+
+
+def adam_update(weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8, wd=0.0,
+                rescale_grad=1.0, clip_gradient=None):
+    """optimizer/adam.py's dense step for CuPy arrays (lr already bias-corrected)."""
+    return kernels().adam_update(weight, grad, mean, var, lr, beta1, beta2, epsilon, wd,
+                                 rescale_grad, clip_gradient)
+
+
+def nag_mom_update(weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
+                   clip_gradient=None):
+    """nag_mom_step (the NAG optimizer's step with momentum) for CuPy arrays."""
+    return kernels().nag_mom_update(weight, grad, mom, lr, momentum, wd, rescale_grad,
+                                    clip_gradient)

@@ -8,6 +8,7 @@ Most ops first form the effective gradient g = clip(rescale_grad * grad, clip_gr
 weight decay before clipping, signsgd ignores rescale_grad and clip_gradient and decays the
 weight multiplicatively, as MXNet's kernels do."""
 from ..base import MXNetError, ShapeError
+from . import device_update
 from .registry import register
 
 
@@ -41,6 +42,10 @@ def sgd_update(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.
                lazy_update=True):
     """weight - lr * g."""
     _check("sgd_update", weight, grad)
+    new = device_update.sgd_op(device_update.kernels_for(xp), weight, grad, None, lr, 0.0,
+                               wd, rescale_grad, clip_gradient)
+    if new is not None:
+        return new, None
     return weight - lr * _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd), None
 
 
@@ -49,6 +54,10 @@ def sgd_mom_update(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad
                    clip_gradient=-1.0, lazy_update=True):
     """mom = momentum * mom - lr * g (in place); returns weight + mom."""
     _check("sgd_mom_update", weight, grad, mom)
+    new = device_update.sgd_op(device_update.kernels_for(xp), weight, grad, mom, lr,
+                               momentum, wd, rescale_grad, clip_gradient)
+    if new is not None:
+        return new, None
     g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
     mom[...] = momentum * mom - lr * g
     return weight + mom, None
@@ -60,6 +69,10 @@ def nag_mom_update(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad
     """Nesterov momentum: mom = momentum * mom - lr * g (in place); returns
     weight + momentum * mom - lr * g (the step taken from the look-ahead point)."""
     _check("nag_mom_update", weight, grad, mom)
+    new = device_update.nag_op(device_update.kernels_for(xp), weight, grad, mom, lr,
+                               momentum, wd, rescale_grad, clip_gradient)
+    if new is not None:
+        return new, None
     g = _effective_grad(xp, weight, grad, rescale_grad, clip_gradient, wd)
     mom[...] = momentum * mom - lr * g
     return weight + momentum * mom - lr * g, None
@@ -91,6 +104,10 @@ def adam_update(xp, weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon
     returns weight - lr * mean / (sqrt(var) + epsilon) (no bias correction: the caller
     folds it into lr, as MXNet's Adam does)."""
     _check("adam_update", weight, grad, mean, var)
+    new = device_update.adam_op(device_update.kernels_for(xp), weight, grad, mean, var, lr,
+                                beta1, beta2, epsilon, wd, rescale_grad, clip_gradient)
+    if new is not None:
+        return new, None
     g = _decayed_then_clipped(xp, weight, grad, rescale_grad, clip_gradient, wd)
     mean[...] = beta1 * mean + (1 - beta1) * g
     var[...] = beta2 * var + (1 - beta2) * g * g

@@ -10,6 +10,7 @@ formula is written once. A negative `clip_gradient` (the default, -1) turns clip
 >>> mx.nd.mp_sgd_mom_update(w16, g16, mom, w32, lr=0.1, momentum=0.9, out=w16)
 """
 from ..base import MXNetError
+from . import device_update
 from .registry import register
 
 __all__ = ["clip_grad", "sgd_step", "sgd_mom_step", "nag_mom_step", "signsgd_step",
@@ -50,6 +51,9 @@ def nag_mom_step(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1
                  clip_gradient=-1.0):
     """Nesterov, with gw = clip(rescale_grad * grad) + wd * w:
     mom = momentum * mom - lr * gw; w += momentum * mom - lr * gw."""
+    if device_update.nag_step(device_update.kernels_for(xp), weight, grad, mom, lr, momentum,
+                              wd, rescale_grad, clip_gradient):
+        return
     g = clip_grad(xp, grad, rescale_grad, clip_gradient)
     g += wd * weight
     mom *= momentum

@@ -5,6 +5,7 @@ import numpy as np
 
 import minigluon_ext as ext
 
+from ..ndarray import device_update
 from .optimizer import Optimizer, check_range, register, lazy_storage
 
 __all__ = ["Adam"]
@@ -74,12 +75,21 @@ class Adam(Optimizer):
     def _step(self, xp, index, weight, grad, state, lr, wd):
         lr = self._bias_corrected(index, lr)
         mean, var = state
+        if self._step_on_device(device_update.kernels_for(xp), weight, grad, state, lr, wd):
+            return
         g = self._rescaled_decayed(xp, grad, weight, wd)
         mean *= self.beta1
         mean += (1.0 - self.beta1) * g
         var *= self.beta2
         var += (1.0 - self.beta2) * (g * g)
         weight -= lr * mean / (xp.sqrt(var) + self.epsilon)
+
+    def _step_on_device(self, kernels, weight, grad, state, lr, wd):
+        """The step (lr bias-corrected) by one GPU kernel, the bits of the lines above;
+        False if the arrays do not fit it."""
+        return device_update.adam_step(kernels, weight, grad, state[0], state[1], lr,
+                                       self.beta1, self.beta2, self.epsilon, wd,
+                                       float(self.rescale_grad), self.clip_gradient)
 
 
 def _in_place_rows(xp, weight, rows, grad, state):

@@ -3,6 +3,7 @@ import numpy as np
 
 import minigluon_ext as ext
 
+from ..ndarray import device_update
 from .optimizer import Optimizer, check_range, register, lazy_storage
 
 __all__ = ["SGD"]
@@ -59,6 +60,8 @@ class SGD(Optimizer):
         return True
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
+        if self._step_on_device(device_update.kernels_for(xp), weight, grad, state, lr, wd):
+            return
         if _one_pass(xp, weight, grad, state):
             ext.sgd_update(weight, grad, state, lr, wd, self.momentum,
                            float(self.rescale_grad), self.clip_gradient)
@@ -72,6 +75,12 @@ class SGD(Optimizer):
         state *= self.momentum
         state -= lr * g
         weight += state
+
+    def _step_on_device(self, kernels, weight, grad, state, lr, wd):
+        """The step by one GPU kernel (the bits of the lines above); False if the arrays
+        do not fit it."""
+        return device_update.sgd_step(kernels, weight, grad, state, lr, wd, self.momentum,
+                                      float(self.rescale_grad), self.clip_gradient)
 
 
 def _in_place_rows(xp, weight, rows, grad, state):
