@@ -41,6 +41,9 @@ def sgd_step(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0)
 def sgd_mom_step(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
                  clip_gradient=-1.0):
     """mom = momentum * mom - lr * (wd * weight + g); weight += mom."""
+    if device_update.sgd_mom_step(device_update.kernels_for(xp), weight, grad, mom, lr,
+                                  momentum, wd, rescale_grad, clip_gradient):
+        return
     g = clip_grad(xp, grad, rescale_grad, clip_gradient)
     mom *= momentum
     mom -= lr * (g + wd * weight)

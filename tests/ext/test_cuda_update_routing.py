@@ -136,6 +136,27 @@ def test_the_update_operators_on_the_gpu_path_give_the_host_bits(device_path, mo
         np.testing.assert_array_equal(d.view(np.uint8), h.view(np.uint8), err_msg=f"#{i}")
 
 
+def run_mp_ops():
+    """The multi-precision and multi-tensor momentum SGD operators (sgd_mom_step)."""
+    w, g, m, m2, _ = op_inputs()
+    w32 = w.astype(np.float32)
+    w16, g16 = w.astype(np.float16), g.astype(np.float16)
+    new16 = mx.nd.mp_sgd_mom_update(w16, g16, m, w32, lr=0.1, momentum=0.9, wd=1e-3)
+    outs = mx.nd.multi_sgd_mom_update(w, g, m2, w.copy(), g, m2.copy(), lrs=(0.1, 0.2),
+                                      wds=(1e-3, 0.0), num_weights=2, momentum=0.9,
+                                      clip_gradient=0.5)
+    return [a.asnumpy() for a in (new16, m, w32, m2) + tuple(outs)]
+
+
+def test_the_momentum_sgd_operators_on_the_gpu_path_give_the_host_bits(device_path,
+                                                                      monkeypatch):
+    on_device = run_mp_ops()
+    assert [k for _, k, _ in device_path] == ["sgd_update_f32"] * 3
+    monkeypatch.undo()
+    for i, (d, h) in enumerate(zip(on_device, run_mp_ops())):
+        np.testing.assert_array_equal(d.view(np.uint8), h.view(np.uint8), err_msg=f"#{i}")
+
+
 def test_clip_gradient_zero_keeps_the_numpy_lines(device_path):
     # an operator's clip_gradient=0 clips every value to 0; the kernels' 0 means "off"
     w, g, _, _, _ = op_inputs()
