@@ -41,8 +41,10 @@ def sgd_step(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0)
 def sgd_mom_step(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
                  clip_gradient=-1.0):
     """mom = momentum * mom - lr * (wd * weight + g); weight += mom."""
-    if device_update.sgd_mom_step(device_update.kernels_for(xp), weight, grad, mom, lr,
-                                  momentum, wd, rescale_grad, clip_gradient):
+    kernels = device_update.kernels_for(xp)
+    if kernels is not None and device_update.sgd_mom_step(kernels, weight, grad, mom, lr,
+                                                          momentum, wd, rescale_grad,
+                                                          clip_gradient):
         return
     g = clip_grad(xp, grad, rescale_grad, clip_gradient)
     mom *= momentum
@@ -54,8 +56,9 @@ def nag_mom_step(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1
                  clip_gradient=-1.0):
     """Nesterov, with gw = clip(rescale_grad * grad) + wd * w:
     mom = momentum * mom - lr * gw; w += momentum * mom - lr * gw."""
-    if device_update.nag_step(device_update.kernels_for(xp), weight, grad, mom, lr, momentum,
-                              wd, rescale_grad, clip_gradient):
+    kernels = device_update.kernels_for(xp)
+    if kernels is not None and device_update.nag_step(kernels, weight, grad, mom, lr, momentum,
+                                                      wd, rescale_grad, clip_gradient):
         return
     g = clip_grad(xp, grad, rescale_grad, clip_gradient)
     g += wd * weight

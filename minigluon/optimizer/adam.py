@@ -75,7 +75,8 @@ class Adam(Optimizer):
     def _step(self, xp, index, weight, grad, state, lr, wd):
         lr = self._bias_corrected(index, lr)
         mean, var = state
-        if self._step_on_device(device_update.kernels_for(xp), weight, grad, state, lr, wd):
+        kernels = device_update.kernels_for(xp)        # None for NumPy arrays: one test
+        if kernels is not None and self._step_on_device(kernels, weight, grad, state, lr, wd):
             return
         g = self._rescaled_decayed(xp, grad, weight, wd)
         mean *= self.beta1

@@ -60,7 +60,8 @@ class SGD(Optimizer):
         return True
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
-        if self._step_on_device(device_update.kernels_for(xp), weight, grad, state, lr, wd):
+        kernels = device_update.kernels_for(xp)        # None for NumPy arrays: one test
+        if kernels is not None and self._step_on_device(kernels, weight, grad, state, lr, wd):
             return
         if _one_pass(xp, weight, grad, state):
             ext.sgd_update(weight, grad, state, lr, wd, self.momentum,
