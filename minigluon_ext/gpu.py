@@ -61,6 +61,11 @@ class CudaBackend:
         self.xp = cupy
         self._modules = {}
 
+    @staticmethod
+    def device_of(x):
+        """The context in which new arrays are made on x's device (`with backend.device_of(x)`)."""
+        return x.device
+
     def launch(self, file, kernel, n, args, like):
         """Run `kernel` of cuda_src/<file>.cu over n items on the device of array `like`."""
         module = self._modules.get(file)
@@ -103,6 +108,11 @@ class Kernels:
                 raise ValueError(f"{fn}: {name} is on {x.device} but the other arrays are on "
                                  f"{where}; help: copy it to one device first")
 
+    def zeros(self, like, n, dtype):
+        """n zeros of dtype on the device of array `like`."""
+        with self.backend.device_of(like):
+            return self.xp.zeros(n, dtype=dtype)
+
     def _run(self, file, kernel, n, args, like):
         if n:
             self.backend.launch(file, kernel, n, args, like)
@@ -119,7 +129,8 @@ class Kernels:
         t = check.threshold(fn, threshold, rule)
         words = check.words_for(grad.size)
         if out is None:
-            out = self.xp.empty(words, dtype=np.uint32)
+            with self.backend.device_of(grad):          # not the current device: grad's
+                out = self.xp.empty(words, dtype=np.uint32)
         else:
             self._array(fn, "out", out, writable=True, dtypes=(check.WORD,))
             if out.shape != (words,):

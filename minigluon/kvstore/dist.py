@@ -76,6 +76,7 @@ from .reduce import reduce_sum, sum_into
 from .rowsparse import (as_row_sparse, check_row_sparse_outs, group_row_sparse_pull,
                         is_row_sparse, row_ids_of, sum_values)
 from .shm import Segment, available as shm_available
+from . import staging
 from .steps import ResumeState
 from .van import TimeoutError as KVTimeoutError
 from .wire import Cmd, Flag, Message, dtype_code, row_length
@@ -304,6 +305,32 @@ def _write(out, flat):
             data[...] = out.context.xp.asarray(flat.reshape(data.shape))
 
 
+def _pull_dest(stage, info, outs):
+    """(where a pull of `info`'s key lands, the outs that then get a copy of it, the
+    staging tag of that place or None): the key's pinned buffer for a GPU out, else the
+    first out itself when it allows, else the key's host buffer."""
+    if outs and staging.on_device(outs[0]._data):
+        tag = (info.key, "pull")
+        return stage.buffer(tag, info.size, info.dtype), outs, tag
+    dest = _direct_view(outs[0]) if outs else None
+    if dest is not None:
+        return dest, outs[1:], None
+    if info.pull_buf is None:
+        info.pull_buf = np.empty(info.size, info.dtype)
+    return info.pull_buf, outs, None
+
+
+def _write_outs(stage, tag, outs, dest):
+    """Copy the pulled value `dest` into each out: into a contiguous GPU array from the
+    pinned buffer `tag` asynchronously (staging.py), else as `_write` does."""
+    for arr in outs:
+        data = arr._data
+        if tag is not None and staging.on_device(data) and data.flags.c_contiguous:
+            stage.to_device(tag, data)
+        else:
+            _write(arr, dest)
+
+
 def _direct_view(out):
     """The flat view of `out`'s data when a pull can write straight into it, else None."""
     data = out._data
@@ -337,6 +364,7 @@ class KVStoreDist(KVStore):
         self._optimizer_set = False
         self._compressor = None
         self._bound = config.kvstore_bigarray_bound()
+        self._staging = staging.Staging()          # pinned host buffers of GPU arrays, per key
 
     # ---- identity -------------------------------------------------------------------
     @property
@@ -517,9 +545,11 @@ class KVStoreDist(KVStore):
         zero_copy, borrowed = [], []
         for i, (server, off, n) in enumerate(info.parts):
             payload, flags, threshold = flat[off:off + n], self._flags, 0.0
-            on_reply, copied = None, False
+            on_reply, copied, staged = None, False, False
             if self._compressor is not None:
                 payload = self._compressor.compress(info.key, flat, off, n)
+                if staging.on_device(payload):     # compressed on the GPU: only the codes move
+                    payload, staged = self._staging.to_host((info.key, "codes", i), payload), True
                 flags |= Flag.COMPRESSED_2BIT
                 threshold = self._compressor.threshold
             elif self._shm_for(server, payload.nbytes):
@@ -536,7 +566,8 @@ class KVStoreDist(KVStore):
                                     on_reply=on_reply, background=True)
             if on_reply is not None:
                 seg.req = req
-            elif not copied and flags == self._flags and payload.nbytes >= _ZERO_COPY_BYTES:
+            elif staged or (not copied and flags == self._flags and
+                            payload.nbytes >= _ZERO_COPY_BYTES):
                 (zero_copy if own else borrowed).append(req)
         if own:
             info.send_reqs = zero_copy
@@ -557,21 +588,44 @@ class KVStoreDist(KVStore):
         return seg
 
     def _reduce(self, info, values):
-        """(flat host array to send, whether it is this store's own buffer)."""
+        """(flat array to send, whether it is this store's own buffer). GPU values reach
+        the host through the key's pinned buffer (staging.py), or, when this store
+        compresses, stay on the device: their codes are made there."""
+        dev = self._device_value(info, values)
+        if dev is not None:
+            self._van.wait(info.send_reqs)         # the key's staged buffers may be in flight
+            if self._compressor is not None:
+                return dev.ravel(), True
+            return self._staging.to_host((info.key, "push"), dev), True
         if len(values) == 1:
             return _host_flat(values[0]), False
         self._van.wait(info.send_reqs)             # the buffer may still be in flight
         if info.send_buf is None:
             info.send_buf = np.empty(info.size, info.dtype)
         if self._mode.on_device and values[0].context.device_type == "gpu":
-            if info.dev_buf is None:
-                info.dev_buf = NDArray(values[0].context.xp.empty(info.shape, info.dtype),
-                                       values[0].context)
-            sum_into(values, info.dev_buf)
-            np.copyto(info.send_buf, _host_flat(info.dev_buf))
+            np.copyto(info.send_buf, _host_flat(self._device_sum(info, values)))
         else:
             reduce_sum([_host_flat(v) for v in values], info.send_buf)
         return info.send_buf, True
+
+    def _device_value(self, info, values):
+        """The raw GPU array to send: the one value, or the *_device modes' sum on the
+        first value's device; None for NumPy arrays (the simulated GPUs' too) and for
+        values the host sums."""
+        if not staging.on_device(values[0]._data):
+            return None
+        if len(values) == 1:
+            return values[0]._data
+        return self._device_sum(info, values)._data if self._mode.on_device else None
+
+    def _device_sum(self, info, values):
+        """The values summed into the key's device buffer (an NDArray on the first
+        value's device)."""
+        if info.dev_buf is None:
+            info.dev_buf = NDArray(values[0].context.xp.empty(info.shape, info.dtype),
+                                   values[0].context)
+        sum_into(values, info.dev_buf)
+        return info.dev_buf
 
     # ---- pull -----------------------------------------------------------------------
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
@@ -591,20 +645,13 @@ class KVStoreDist(KVStore):
                 outs, rsp = _split_outs(info.key, outs, ignore_sparse)
                 if not outs and not rsp:
                     continue
-                dest = _direct_view(outs[0]) if outs else None   # the first output gets
-                if dest is None:                                 # the bytes, the others a
-                    if info.pull_buf is None:                    # copy of them
-                        info.pull_buf = np.empty(info.size, info.dtype)
-                    dest = info.pull_buf
-                    todo.append((dest, outs))
-                else:
-                    todo.append((dest, outs[1:]))
+                dest, rest, tag = _pull_dest(self._staging, info, outs)
+                todo.append((dest, tag, rest))
                 sparse.append((dest, info, rsp))
                 reqs += self._send_pulls(info, dest)
             self._van.wait(reqs)
-            for dest, outs in todo:
-                for arr in outs:
-                    _write(arr, dest)
+            for dest, tag, outs in todo:
+                _write_outs(self._staging, tag, outs, dest)
             for dest, info, rsp in sparse:
                 whole = NDArray(dest.reshape(info.shape).copy(), cpu())
                 for arr in rsp:
@@ -628,7 +675,7 @@ class KVStoreDist(KVStore):
                                "False) for row_sparse ones")
         if info.later is not None:
             info.later.wait()
-        later = PendingPull(self._van, info, list(outs))
+        later = PendingPull(self._van, info, list(outs), self._staging)
         later.reqs = self._send_pulls(info, None, fill=later.keep)
         info.later = later
         return later
@@ -759,7 +806,7 @@ class KVStoreDist(KVStore):
             info = self._info(key, outs, "pull from")
             if info.later is not None:
                 info.later.wait()
-            info.later = PendingPull(self._van, info, outs)
+            info.later = PendingPull(self._van, info, outs, self._staging)
             laters.append(info.later)
             parts.append(Message(Cmd.PULL, key=key, dtype=info.dtype, shape=info.shape,
                                  version=info.pushes, offset=0, length=info.size))
@@ -934,10 +981,10 @@ class PendingPull:
     The replies are kept as they come (a message, or the pull segment the server wrote)
     and copied only then, straight into the first out when it allows."""
 
-    __slots__ = ("_van", "reqs", "_outs", "_info", "_replies")
+    __slots__ = ("_van", "reqs", "_outs", "_info", "_replies", "_staging")
 
-    def __init__(self, van, info, outs):
-        self._van, self._info, self._outs = van, info, outs
+    def __init__(self, van, info, outs, stage):
+        self._van, self._info, self._outs, self._staging = van, info, outs, stage
         self.reqs, self._replies = [], {}
 
     def keep(self, part, seg, reply):
@@ -961,13 +1008,7 @@ class PendingPull:
         info, outs = self._info, self._outs
         with pause():
             self._van.wait(self.reqs)
-            dest = _direct_view(outs[0])          # the first out gets the bytes, the
-            if dest is None:                      # others a copy of them
-                if info.pull_buf is None:
-                    info.pull_buf = np.empty(info.size, info.dtype)
-                dest = info.pull_buf
-            else:
-                outs = outs[1:]
+            dest, outs, tag = _pull_dest(self._staging, info, outs)
             for part, (_, off, n) in enumerate(info.parts):
                 if part not in self._replies:     # a bucket's failed pull, raised before
                     raise KVStoreError(f"pull from key {info.key!r}: no value came; the "
@@ -975,8 +1016,7 @@ class PendingPull:
                                        "by the wait for another key of it)")
                 seg, reply = self._replies[part]
                 _fill(dest[off:off + n], info.key, seg, reply)
-            for arr in outs:
-                _write(arr, dest)
+            _write_outs(self._staging, tag, outs, dest)
         self._outs = self._replies = None
         if self._info.later is self:
             self._info.later = None

@@ -10,6 +10,7 @@ not check: that NVRTC accepts the source, and speed.
 Arguments follow CuPy's kernel-call rule strictly: an array is a pointer, a scalar must be
 a NumPy scalar of the kernel parameter's exact width (np.float32, np.int64, ...).
 """
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -78,6 +79,10 @@ class CpuBackend:
         os.replace(tmp, so)            # atomic: a parallel build never reads half a file
         return so
 
+    @staticmethod
+    def device_of(x):
+        return contextlib.nullcontext()          # one "device": the host
+
     def launch(self, file, kernel, n, args, like):
         lib = self.library(file)
         fn = getattr(lib, kernel)
@@ -106,3 +111,34 @@ class CpuBackend:
 
 class _Dim3(ctypes.Structure):
     _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+
+class CpuCopier:
+    """minigluon/kvstore/staging.py's copier on the host, for tests: a "pinned buffer" is a
+    NumPy array and a copy is np.copyto. It counts allocations, and the waits for copies
+    to a "device" (each copy returns a handle whose synchronize() counts one)."""
+
+    def __init__(self):
+        self.allocations = 0
+        self.synchronized = 0
+        self.copies_to_device = 0
+
+    def pinned(self, nbytes):
+        self.allocations += 1
+        return np.empty(nbytes, np.uint8)
+
+    def to_host(self, src, dest):
+        np.copyto(dest, src)
+
+    def to_device(self, src, dest):
+        np.copyto(dest.reshape(-1), src)
+        self.copies_to_device += 1
+        return _Done(self)
+
+
+class _Done:
+    def __init__(self, copier):
+        self._copier = copier
+
+    def synchronize(self):
+        self._copier.synchronized += 1
