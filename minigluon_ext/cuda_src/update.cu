@@ -8,10 +8,11 @@
  *
  * Scalars come in the arrays' dtype, rounded once on the host (NumPy's rule for a Python
  * float meeting a float32 array).  `clipping` (decided on the host, from clip in double
- * precision) clips g to [-clip, clip] as np.clip does (NaN kept).  `decay` says whether wd * weight is added at all: the optimizers skip it when
- * wd == 0, the nd.* operators always add it, and the two differ for a non-finite weight
- * (0 * inf) and in the sign of a zero.  The other flags pick the one place where a NumPy
- * form groups its operations differently.
+ * precision) clips g to [-clip, clip] as np.clip does (NaN kept).  `decay` says whether
+ * wd * weight is added at all: the optimizers skip it when wd == 0, the nd.* operators
+ * always add it, and the two differ for a non-finite weight (0 * inf) and in the sign of
+ * a zero.  The other flags pick the one place where a NumPy form groups its operations
+ * differently.
  */
 
 /* g = clip(grad * rescale) (+ wd * w): SGD's and NAG's order (decay after clipping) */
@@ -24,7 +25,7 @@
 
 #define MG_SGD(T, SUF)                                                                      \
     MG_KERNEL sgd_update_##SUF(T *w, const T *grad, T *mom, T lr, T wd, T momentum,         \
-                               T rescale, T clip, int clipping, int decay, int has_mom,      \
+                               T rescale, T clip, int clipping, int decay, int has_mom,     \
                                long long n)                                                 \
     {                                                                                       \
         MG_FOR(i, n)                                                                        \
@@ -68,8 +69,8 @@
  * (w + momentum * mom) - lr * g (nd.nag_mom_update) */
 #define MG_NAG(T, SUF)                                                                      \
     MG_KERNEL nag_mom_update_##SUF(T *w, const T *grad, T *mom, T lr, T wd, T momentum,     \
-                                   T rescale, T clip, int clipping, int decay, int step_first,  \
-                                   long long n)                                             \
+                                   T rescale, T clip, int clipping, int decay,              \
+                                   int step_first, long long n)                             \
     {                                                                                       \
         MG_FOR(i, n)                                                                        \
         {                                                                                   \
