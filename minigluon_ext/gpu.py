@@ -195,6 +195,19 @@ class Kernels:
                    np.int32(mom is not None), np.int64(weight.size)), weight)
         return weight
 
+    def sgd_scaled_update(self, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=None):
+        """sgd_step's SGD (ndarray/ops_optimizer_mp.py) in place: weight = (1 - lr * wd) *
+        weight - lr * clip(rescale_grad * grad), with 1 - lr * wd rounded once."""
+        fn = "sgd_scaled_update"
+        self._update_arrays(fn, weight, grad, [])
+        t, clip, clipping, _ = self._update_numbers(fn, weight, wd, clip_gradient, "operator")
+        lr, wd, rescale = [check.real(fn, name, v) for name, v in
+                           (("lr", lr), ("wd", wd), ("rescale_grad", rescale_grad))]
+        self._run("update", f"sgd_scaled_update_{_suffix(weight)}", weight.size,
+                  (weight, grad, t(lr), t(1.0 - lr * wd), t(rescale), t(clip),
+                   np.int32(clipping), np.int64(weight.size)), weight)
+        return weight
+
     def adam_update(self, weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8,
                     wd=0.0, rescale_grad=1.0, clip_gradient=None, form="optimizer"):
         """One Adam step (lr already bias-corrected) on weight, mean and var in place:

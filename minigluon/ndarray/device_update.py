@@ -16,8 +16,8 @@ import numpy as np
 import minigluon_ext as ext
 from minigluon_ext import gpu
 
-__all__ = ["kernels_for", "fits", "sgd_step", "sgd_mom_step", "adam_step", "nag_step",
-           "sgd_op", "adam_op", "nag_op"]
+__all__ = ["kernels_for", "fits", "sgd_step", "sgd_scaled_step", "sgd_mom_step", "adam_step",
+           "nag_step", "sgd_op", "adam_op", "nag_op"]
 
 
 def kernels_for(xp):
@@ -65,6 +65,16 @@ def adam_step(kernels, weight, grad, mean, var, lr, beta1, beta2, epsilon, wd, r
         return False
     kernels.adam_update(weight, grad, mean, var, lr, beta1, beta2, epsilon, wd, rescale_grad,
                         clip_gradient)
+    return True
+
+
+def sgd_scaled_step(kernels, weight, grad, lr, wd, rescale_grad, clip_gradient):
+    """ops_optimizer_mp.py's sgd_step (clip_gradient < 0: off) by one kernel; False when
+    it does not fit."""
+    clip = _op_clip(clip_gradient)
+    if clip is False or not fits(kernels, weight, grad):
+        return False
+    kernels.sgd_scaled_update(weight, grad, lr, wd, rescale_grad, clip)
     return True
 
 

@@ -33,6 +33,10 @@ def _check_lr(op, lr):
 # ---- the rules on raw arrays (each updates weight and state in place) -----------------
 def sgd_step(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0):
     """weight = (1 - lr * wd) * weight - lr * clip(rescale_grad * grad)."""
+    kernels = device_update.kernels_for(xp)
+    if kernels is not None and device_update.sgd_scaled_step(kernels, weight, grad, lr, wd,
+                                                             rescale_grad, clip_gradient):
+        return
     g = clip_grad(xp, grad, rescale_grad, clip_gradient)
     weight *= 1.0 - lr * wd
     weight -= lr * g

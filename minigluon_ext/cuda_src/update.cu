@@ -84,9 +84,28 @@
         }                                                                                   \
     }
 
+/* sgd_step's form (ndarray/ops_optimizer_mp.py: NAG without momentum, nd.mp_sgd_update,
+ * nd.multi_*sgd_update): w = w * scale, then w - lr * clip(grad * rescale), with
+ * scale = 1 - lr * wd rounded once from double on the host */
+#define MG_SGD_SCALED(T, SUF)                                                               \
+    MG_KERNEL sgd_scaled_update_##SUF(T *w, const T *grad, T lr, T scale, T rescale,        \
+                                      T clip, int clipping, long long n)                    \
+    {                                                                                       \
+        MG_FOR(i, n)                                                                        \
+        {                                                                                   \
+            T g = grad[i] * rescale;                                                        \
+            if (clipping)                                                                   \
+                g = g < -clip ? -clip : (g > clip ? clip : g);                              \
+            T x = w[i] * scale;                                                             \
+            w[i] = x - lr * g;                                                              \
+        }                                                                                   \
+    }
+
 MG_SGD(float, f32)
 MG_SGD(double, f64)
 MG_ADAM(float, f32, sqrtf)
 MG_ADAM(double, f64, sqrt)
 MG_NAG(float, f32)
 MG_NAG(double, f64)
+MG_SGD_SCALED(float, f32)
+MG_SGD_SCALED(double, f64)

@@ -67,6 +67,7 @@ CASES = [
     ("adam", dict(learning_rate=1e-2, wd=1e-4, clip_gradient=3.0)),
     ("adam", dict(learning_rate=1e-2, rescale_grad=1 / 8)),
     ("nag", dict(learning_rate=0.05, momentum=0.9, wd=1e-3)),
+    ("nag", dict(learning_rate=0.05, wd=1e-3, clip_gradient=1.0)),    # sgd_step's form
 ]
 
 
@@ -77,6 +78,8 @@ def test_an_optimizer_on_the_gpu_path_gives_the_host_bits(device_path, monkeypat
     w0, grads = params(dtype)
     on_device = train(name, dtype, kwargs, grads, w0)
     kernel = {"sgd": "sgd_update", "adam": "adam_update", "nag": "nag_mom_update"}[name]
+    if name == "nag" and "momentum" not in kwargs:
+        kernel = "sgd_scaled_update"
     assert [k for _, k, _ in device_path] == [f"{kernel}_{np.dtype(dtype).name[0]}"
                                               f"{np.dtype(dtype).itemsize * 8}"] * len(grads)
     monkeypatch.undo()                                  # the host path
@@ -137,7 +140,7 @@ def test_the_update_operators_on_the_gpu_path_give_the_host_bits(device_path, mo
 
 
 def run_mp_ops():
-    """The multi-precision and multi-tensor momentum SGD operators (sgd_mom_step)."""
+    """The multi-precision and multi-tensor SGD operators (sgd_mom_step, sgd_step)."""
     w, g, m, m2, _ = op_inputs()
     w32 = w.astype(np.float32)
     w16, g16 = w.astype(np.float16), g.astype(np.float16)
@@ -145,13 +148,17 @@ def run_mp_ops():
     outs = mx.nd.multi_sgd_mom_update(w, g, m2, w.copy(), g, m2.copy(), lrs=(0.1, 0.2),
                                       wds=(1e-3, 0.0), num_weights=2, momentum=0.9,
                                       clip_gradient=0.5)
-    return [a.asnumpy() for a in (new16, m, w32, m2) + tuple(outs)]
+    plain = mx.nd.multi_sgd_update(w, g, w.copy(), g, lrs=(0.1, 0.2), wds=(1e-3, 0.0),
+                                   num_weights=2, rescale_grad=0.5)
+    mp16 = mx.nd.mp_sgd_update(w16, g16, w32, lr=0.1, wd=1e-3)
+    return [a.asnumpy() for a in (new16, m, w32, m2, mp16) + tuple(outs) + tuple(plain)]
 
 
-def test_the_momentum_sgd_operators_on_the_gpu_path_give_the_host_bits(device_path,
-                                                                      monkeypatch):
+def test_the_mp_and_multi_sgd_operators_on_the_gpu_path_give_the_host_bits(device_path,
+                                                                          monkeypatch):
     on_device = run_mp_ops()
-    assert [k for _, k, _ in device_path] == ["sgd_update_f32"] * 3
+    assert [k for _, k, _ in device_path] == ["sgd_update_f32"] * 3 + \
+        ["sgd_scaled_update_f32"] * 3
     monkeypatch.undo()
     for i, (d, h) in enumerate(zip(on_device, run_mp_ops())):
         np.testing.assert_array_equal(d.view(np.uint8), h.view(np.uint8), err_msg=f"#{i}")

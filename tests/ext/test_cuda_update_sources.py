@@ -1,7 +1,8 @@
 """cuda_src/update.cu, compiled for the CPU (cuda_on_cpu.py) and run through
 minigluon_ext.gpu.Kernels, against the host forms of the same updates: bit for bit.
 
-SGD is compared with the C kernel (native.sgd_update); Adam with the C row kernel on every
+SGD is compared with the C kernel (native.sgd_update), its scaled form with sgd_step's
+NumPy lines; Adam with the C row kernel on every
 row (native.rows_adam_update) and with optimizer/adam.py's NumPy lines; NAG with
 nag_mom_step's NumPy lines; the "operator" forms with the nd.* operators' NumPy lines.
 Every comparison is of bytes: the kernels follow each form's order of operations.
@@ -14,7 +15,7 @@ import pytest
 import minigluon_ext as ext
 from minigluon.base import DTypeError, ShapeError
 from minigluon.ndarray import ops_optimizer
-from minigluon.ndarray.ops_optimizer_mp import nag_mom_step
+from minigluon.ndarray.ops_optimizer_mp import nag_mom_step, sgd_step
 from minigluon.optimizer import Adam
 from minigluon_ext import gpu
 
@@ -105,6 +106,18 @@ def test_nag_is_nag_mom_step_bit_for_bit(kernels, dtype, wd, clip, rescale):
                      clip_gradient=-1.0 if clip is None else clip)
         same_bits(w_dev, w_py, f"weight, step {step}")
         same_bits(m_dev, m_py, f"mom, step {step}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("wd,clip,rescale", SETTINGS)
+def test_the_scaled_sgd_is_sgd_step_bit_for_bit(kernels, dtype, wd, clip, rescale):
+    w, g = arrays(dtype, 333, 2, seed=6)
+    w_dev, w_py = w.copy(), w.copy()
+    for step in range(2):
+        kernels.sgd_scaled_update(w_dev, g, 0.05, wd, rescale, clip)
+        sgd_step(np, w_py, g, 0.05, wd=wd, rescale_grad=rescale,
+                 clip_gradient=-1.0 if clip is None else clip)
+        same_bits(w_dev, w_py, f"weight, step {step}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
