@@ -19,6 +19,9 @@ from minigluon.base import ShapeError
 from . import _checks as check
 
 INT_MAX = np.iinfo(np.int32).max
+# BatchNorm's sums split the outer axis until about this many threads run (an H100 holds
+# 132 x 2048 resident threads)
+BN_THREADS = 1 << 18
 
 
 def _i32(values):
@@ -233,21 +236,36 @@ class LayerKernels:
                   (x, dy, out, np.int64(x.size)), x)
         return out
 
-    # ---- BatchNorm (cuda_src/batchnorm.cu, and xp reductions) ----------------------------
+    # ---- BatchNorm (cuda_src/batchnorm.cu) -----------------------------------------------
 
     def batch_norm_stats(self, x, nthreads=None):
-        """Per-channel float64 (mean, biased variance) of (outer, C, inner) x, reduced in
-        float64 by the array module (close to native's, not bit for bit)."""
+        """Per-channel float64 (mean, biased variance) of (outer, C, inner) x, summed in double
+        (native's up to rounding): the sum of x, then of (x - mean)^2."""
         self._layer("batch_norm_stats", "x", x, ndim=3)
-        return (x.mean(axis=(0, 2), dtype=np.float64), x.var(axis=(0, 2), dtype=np.float64))
+        count = x.shape[0] * x.shape[2]
+        if count == 0:
+            return (self.xp.zeros(x.shape[1], np.float64),) * 2
+        total = self._partial_sums(x, x, self.xp.zeros(x.shape[1], np.float64), False)[0]
+        mean = total / count
+        return mean, self._partial_sums(x, x, mean, False)[1] / count
 
     def batch_norm_sums(self, x, dy, mean, nthreads=None):
-        """Per-channel float64 (sum of dy, sum of dy * (x - mean)); the products are rounded
-        to x's dtype before the float64 sum."""
-        fn = "batch_norm_sums"
-        self._channels(fn, x, dy, mean=mean)
-        centered = dy * (x - mean[None, :, None])
-        return dy.sum(axis=(0, 2), dtype=np.float64), centered.sum(axis=(0, 2), dtype=np.float64)
+        """Per-channel float64 (sum of dy, sum of dy * (x - mean)), summed in double (native's
+        up to rounding)."""
+        self._channels("batch_norm_sums", x, dy, mean=mean)
+        return self._partial_sums(x, dy, mean.astype(np.float64), True)
+
+    def _partial_sums(self, x, dy, mean, with_dy):
+        """(s1, s2) per channel of batchnorm.cu's partial sums, added over the segments."""
+        outer, c, inner = x.shape
+        segments = max(1, min(outer, -(-BN_THREADS // max(1, c * inner))))
+        seg_len = -(-outer // segments) if outer else 1
+        segments = -(-outer // seg_len) if outer else 1
+        s1, s2 = (self.xp.empty((segments, c, inner), np.float64) for _ in range(2))
+        self._run("batchnorm", f"batch_norm_partial_sums_{self._suffix(x.dtype)}", s1.size,
+                  (x, dy, mean, s1, s2, np.int32(with_dy), np.int64(outer), np.int64(c),
+                   np.int64(inner), np.int64(seg_len), np.int64(s1.size)), x)
+        return s1.sum(axis=(0, 2)), s2.sum(axis=(0, 2))
 
     def batch_norm_forward(self, x, mean, scale, shift, out=None, nthreads=None):
         """(x - mean) * scale + shift per channel of (outer, C, inner) x (native's bits)."""

@@ -192,8 +192,8 @@ def test_batch_norm_on_the_device_path_is_the_host_batch_norm(stand_in, dtype, t
     same([dev_mean.asnumpy(), dev_var.asnumpy()], [host_mean.asnumpy(), host_var.asnumpy()],
          tol_dtype)
     suffix = "f64" if dtype == np.float64 else "f32"
-    want = {f"batch_norm_forward_{suffix}"} | ({f"batch_norm_backward_{suffix}"} if training
-                                               else set())
+    want = {f"batch_norm_forward_{suffix}", f"batch_norm_partial_sums_{suffix}"} | \
+        ({f"batch_norm_backward_{suffix}"} if training else set())
     assert launched == want
 
 

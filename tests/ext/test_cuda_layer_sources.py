@@ -11,7 +11,7 @@ import pytest
 import minigluon_ext as ext
 from minigluon import autograd, nd
 from minigluon.base import DTypeError, ShapeError
-from minigluon_ext import gpu
+from minigluon_ext import gpu, gpu_layers
 
 import cuda_on_cpu
 
@@ -185,17 +185,27 @@ def test_batch_norm_maps_are_the_host_kernels_bit_for_bit(kernels, host, dtype, 
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_batch_norm_reductions_are_the_host_sums_to_rounding(kernels, host, dtype):
+@pytest.mark.parametrize("threads", [1, 64, 1 << 18])     # 1, a few, one segment per row
+def test_batch_norm_sums_are_the_host_sums_to_rounding(kernels, host, monkeypatch, dtype,
+                                                       threads):
+    monkeypatch.setattr(gpu_layers, "BN_THREADS", threads)
     rng = np.random.default_rng(8)
-    x = (rng.standard_normal((6, 4, 50)) * 3 + 2).astype(dtype)
+    x = (rng.standard_normal((7, 4, 50)) * 3 + 2).astype(dtype)
     dy = rng.standard_normal(x.shape).astype(dtype)
+    # both add in double, in other orders: far closer than the data's precision
     for got, want in zip(kernels.batch_norm_stats(x), host.batch_norm_stats(x)):
         assert got.dtype == np.float64
         np.testing.assert_allclose(got, want, rtol=1e-12)
     mean = host.batch_norm_stats(x)[0].astype(dtype)
-    tol = 1e-5 if dtype == np.float32 else 1e-12
     for got, want in zip(kernels.batch_norm_sums(x, dy, mean), host.batch_norm_sums(x, dy, mean)):
-        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-12)
+
+
+def test_batch_norm_stats_of_no_values_are_zeros(kernels, host):
+    x = np.zeros((0, 3, 4), np.float32)
+    for got, want in zip(kernels.batch_norm_stats(x), host.batch_norm_stats(x)):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_bad_layer_arguments_are_named(kernels):
