@@ -1,4 +1,6 @@
-"""2-D convolution of device (CuPy) arrays on minigluon_ext's CUDA kernels (`DeviceConv`).
+"""2-D convolution of device (CuPy) arrays on minigluon_ext's CUDA kernels (`DeviceConv`);
+Deconvolution runs it the other way (its forward is the data gradient, its backward the
+forward and the weight gradient).
 
 Per chunk of samples: columns (C*kh*kw, n*P) by `kernels.im2col`, one matmul with the
 weight (cuBLAS through the array module's matmul; groups as a batched matmul over the
@@ -31,6 +33,7 @@ class DeviceConv:
 
     def __init__(self, kernels, xp, win, groups, channels, dtype):
         self.kernels, self.xp, self.win, self.groups = kernels, xp, win, groups
+        self.channels = channels
         self.geometry = dict(kernel=win.kernel, stride=win.stride, pad=win.pad,
                              dilate=win.dilate)
         self.p, self.k = math.prod(win.out), channels * math.prod(win.kernel)
@@ -49,11 +52,12 @@ class DeviceConv:
         return out
 
     def backward(self, dy, x, w, need_x=True, need_w=True):
-        """(gradient for x, gradient for w) of sum(dy * forward(x, w)); None where not needed."""
+        """(gradient for x, gradient for w) of sum(dy * forward(x, w)); None where not needed
+        (x may then be None: Deconvolution's forward is this gradient for x)."""
         xp = self.xp
-        dy, x = xp.ascontiguousarray(dy, dtype=w.dtype), xp.ascontiguousarray(x)
-        n = dy.shape[0]
-        dx = xp.empty(x.shape, w.dtype) if need_x else None
+        dy, n = xp.ascontiguousarray(dy, dtype=w.dtype), dy.shape[0]
+        x = xp.ascontiguousarray(x) if need_w else None
+        dx = xp.empty((n, self.channels) + self.win.size, w.dtype) if need_x else None
         dw, w3, buf = None, self._weights(w), self._buffer(n, w.dtype)
         for a, b in self._chunks(n):
             rows = self._rows(dy[a:b])

@@ -1,6 +1,6 @@
-"""The device paths of Convolution, Pooling, relu and BatchNorm (ndarray/conv_device.py,
-pool_device.py, the kernels' relu and BatchNorm maps), run through the operators and
-autograd on NumPy arrays with the CUDA sources compiled for the CPU standing in for the GPU
+"""The device paths of Convolution, Deconvolution, Pooling, relu and BatchNorm
+(ndarray/conv_device.py, pool_device.py, the kernels' relu and BatchNorm maps), run through
+the operators and autograd on NumPy arrays with the CUDA sources compiled for the CPU standing in for the GPU
 (device_kernels._STAND_IN), against the same operators on their host paths.
 
 What only a GPU runs: device_kernels' `cupy` line, NVRTC and cuBLAS (tests/gpu).
@@ -79,6 +79,33 @@ def test_convolution_on_the_device_path_is_the_host_convolution(stand_in, shape,
                               num_filter=f, num_group=groups)
     y, grads, launched = run(stand_in, True, conv, [x, w, b])
     y_host, grads_host, _ = run(stand_in, False, conv, [x, w, b])
+    same([y] + grads, [y_host] + grads_host, dtype)
+    assert {"im2col_f64", "col2im_f64"} <= launched
+
+
+# data shape, num_filter, kernel, stride, pad, adj, num_group, target_shape
+DECONVOLUTIONS = [
+    ((2, 4, 5, 6), 3, (4, 4), (2, 2), (1, 1), (0, 0), 1, ()),
+    ((2, 4, 5, 5), 6, (3, 3), (2, 2), (1, 1), (1, 1), 2, ()),
+    ((1, 3, 4, 7), 2, (3, 2), (1, 2), (0, 0), (0, 0), 1, (6, 13)),
+]
+
+
+@pytest.mark.parametrize("shape,f,kernel,stride,pad,adj,groups,target", DECONVOLUTIONS)
+def test_deconvolution_on_the_device_path_is_the_host_deconvolution(stand_in, shape, f, kernel,
+                                                                    stride, pad, adj, groups,
+                                                                    target):
+    rng, dtype = np.random.default_rng(6), np.float64
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal((shape[1], f // groups) + kernel).astype(dtype)
+    b = rng.standard_normal(f).astype(dtype)
+
+    def deconv(x, w, b):
+        return nd.Deconvolution(x, w, b, kernel=kernel, stride=stride, pad=pad, adj=adj,
+                                target_shape=target, num_filter=f, num_group=groups,
+                                no_bias=False)
+    y, grads, launched = run(stand_in, True, deconv, [x, w, b])
+    y_host, grads_host, _ = run(stand_in, False, deconv, [x, w, b])
     same([y] + grads, [y_host] + grads_host, dtype)
     assert {"im2col_f64", "col2im_f64"} <= launched
 
