@@ -1,6 +1,7 @@
 """The Convolution operator on channel-first data (NCW, NCHW, NCDHW): im2col plus one
 batched matmul, on minigluon_ext's CUDA kernels for 2-D CuPy arrays (`conv_device`), its C
-kernels for 2-D host arrays (`conv_host`), else with `conv_columns`. Also the parameter checks and bias helpers that Deconvolution shares.
+kernels for 2-D host arrays (`conv_host`), else with `conv_columns`. Also the parameter
+checks and bias helpers that Deconvolution shares.
 
 Out of scope: channel-last layouts (transpose to channel-first first).
 """

@@ -1,9 +1,11 @@
 """The device paths of Convolution, Deconvolution, Pooling, relu and BatchNorm
 (ndarray/conv_device.py, pool_device.py, the kernels' relu and BatchNorm maps), run through
-the operators and autograd on NumPy arrays with the CUDA sources compiled for the CPU standing in for the GPU
-(device_kernels._STAND_IN), against the same operators on their host paths.
+the operators and autograd on NumPy arrays with the CUDA sources compiled for the CPU
+standing in for the GPU (device_kernels._STAND_IN), against the same operators on their
+host paths.
 
-What only a GPU runs: device_kernels' `cupy` line, NVRTC and cuBLAS (tests/gpu).
+Where there is a GPU, the same comparisons run on CuPy arrays too (`where` = 'gpu'): the
+whole path, device_kernels' `cupy` line, NVRTC and cuBLAS included.
 """
 import numpy as np
 import pytest
@@ -16,8 +18,12 @@ from minigluon.ndarray.device_kernels import device_kernels
 from minigluon_ext import gpu
 
 import cuda_on_cpu
+import kernel_backends
 
 pytestmark = pytest.mark.skipif(cuda_on_cpu.compiler() is None, reason="needs g++")
+# the device path on NumPy arrays (the CPU build of the kernels), and on a GPU's CuPy arrays
+WHERE = ["stand_in", pytest.param("gpu", marks=pytest.mark.skipif(
+    not kernel_backends.has_gpu(), reason="needs a GPU"))]
 
 TOL = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
 
@@ -27,20 +33,22 @@ def stand_in():
     return gpu.Kernels(cuda_on_cpu.CpuBackend())
 
 
-def run(stand_in, on_device, fn, inputs, dy_seed=9):
-    """fn(*arrays) with gradients for every input: (output, [input gradients]), on the
-    device path (stand_in kernels) or the host path; also the kernels launched."""
+def run(stand_in, where, fn, inputs, dy_seed=9):
+    """fn(*arrays) with gradients for every input: (output, [input gradients], the kernels
+    the stand-in launched), where = 'stand_in' (the device path on NumPy arrays), 'gpu'
+    (CuPy arrays) or 'host'."""
     before = len(stand_in.backend.launches)
     saved = device_module._STAND_IN
-    device_module._STAND_IN = stand_in if on_device else None
+    device_module._STAND_IN = stand_in if where == "stand_in" else None
+    ctx = mx.gpu(0) if where == "gpu" else mx.cpu()
     try:
-        arrays = [nd.array(a, dtype=a.dtype) for a in inputs]
+        arrays = [nd.array(a, dtype=a.dtype, ctx=ctx) for a in inputs]
         for a in arrays:
             a.attach_grad()
         with autograd.record():
             y = fn(*arrays)
         dy = np.random.default_rng(dy_seed).standard_normal(y.shape).astype(y.dtype)
-        y.backward(nd.array(dy, dtype=y.dtype))
+        y.backward(nd.array(dy, dtype=y.dtype, ctx=ctx))
     finally:
         device_module._STAND_IN = saved
     launched = {k for _, k, _ in stand_in.backend.launches[before:]}
@@ -66,9 +74,10 @@ CONVOLUTIONS = [
 ]
 
 
+@pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("shape,f,kernel,stride,pad,dilate,groups", CONVOLUTIONS)
-def test_convolution_on_the_device_path_is_the_host_convolution(stand_in, shape, f, kernel,
-                                                                stride, pad, dilate, groups):
+def test_convolution_on_the_device_path_is_the_host_convolution(
+        stand_in, where, shape, f, kernel, stride, pad, dilate, groups):
     rng, dtype = np.random.default_rng(0), np.float64
     x = rng.standard_normal(shape).astype(dtype)
     w = rng.standard_normal((f, shape[1] // groups) + kernel).astype(dtype)
@@ -77,10 +86,11 @@ def test_convolution_on_the_device_path_is_the_host_convolution(stand_in, shape,
     def conv(x, w, b):
         return nd.Convolution(x, w, b, kernel=kernel, stride=stride, pad=pad, dilate=dilate,
                               num_filter=f, num_group=groups)
-    y, grads, launched = run(stand_in, True, conv, [x, w, b])
-    y_host, grads_host, _ = run(stand_in, False, conv, [x, w, b])
+    y, grads, launched = run(stand_in, where, conv, [x, w, b])
+    y_host, grads_host, _ = run(stand_in, "host", conv, [x, w, b])
     same([y] + grads, [y_host] + grads_host, dtype)
-    assert {"im2col_f64", "col2im_f64"} <= launched
+    if where == "stand_in":     # the stand-in counts its launches
+        assert {"im2col_f64", "col2im_f64"} <= launched
 
 
 # data shape, num_filter, kernel, stride, pad, adj, num_group, target_shape
@@ -91,10 +101,10 @@ DECONVOLUTIONS = [
 ]
 
 
+@pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("shape,f,kernel,stride,pad,adj,groups,target", DECONVOLUTIONS)
-def test_deconvolution_on_the_device_path_is_the_host_deconvolution(stand_in, shape, f, kernel,
-                                                                    stride, pad, adj, groups,
-                                                                    target):
+def test_deconvolution_on_the_device_path_is_the_host_deconvolution(
+        stand_in, where, shape, f, kernel, stride, pad, adj, groups, target):
     rng, dtype = np.random.default_rng(6), np.float64
     x = rng.standard_normal(shape).astype(dtype)
     w = rng.standard_normal((shape[1], f // groups) + kernel).astype(dtype)
@@ -104,14 +114,16 @@ def test_deconvolution_on_the_device_path_is_the_host_deconvolution(stand_in, sh
         return nd.Deconvolution(x, w, b, kernel=kernel, stride=stride, pad=pad, adj=adj,
                                 target_shape=target, num_filter=f, num_group=groups,
                                 no_bias=False)
-    y, grads, launched = run(stand_in, True, deconv, [x, w, b])
-    y_host, grads_host, _ = run(stand_in, False, deconv, [x, w, b])
+    y, grads, launched = run(stand_in, where, deconv, [x, w, b])
+    y_host, grads_host, _ = run(stand_in, "host", deconv, [x, w, b])
     same([y] + grads, [y_host] + grads_host, dtype)
-    assert {"im2col_f64", "col2im_f64"} <= launched
+    if where == "stand_in":     # the stand-in counts its launches
+        assert {"im2col_f64", "col2im_f64"} <= launched
 
 
+@pytest.mark.parametrize("where", WHERE)
 def test_convolution_in_chunks_reuses_one_column_buffer_and_sums_the_weight_gradient(
-        stand_in, monkeypatch):
+        stand_in, where, monkeypatch):
     # columns of one sample per chunk: 5 chunks through one buffer
     monkeypatch.setattr(conv_device, "CHUNK_BYTES", 1)
     rng, dtype = np.random.default_rng(1), np.float32
@@ -122,10 +134,11 @@ def test_convolution_in_chunks_reuses_one_column_buffer_and_sums_the_weight_grad
         return nd.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=6, num_group=2,
                               no_bias=True)
     before = len(stand_in.backend.launches)
-    y, grads, _ = run(stand_in, True, conv, [x, w])
+    y, grads, _ = run(stand_in, where, conv, [x, w])
     calls = [k for _, k, _ in stand_in.backend.launches[before:]]
-    assert calls.count("im2col_f32") == 10 and calls.count("col2im_f32") == 5
-    y_host, grads_host, _ = run(stand_in, False, conv, [x, w])
+    if where == "stand_in":
+        assert calls.count("im2col_f32") == 10 and calls.count("col2im_f32") == 5
+    y_host, grads_host, _ = run(stand_in, "host", conv, [x, w])
     same([y] + grads, [y_host] + grads_host, dtype)
 
 
@@ -134,7 +147,7 @@ def test_a_convolution_the_kernels_do_not_take_keeps_its_path(stand_in):
     x = np.random.default_rng(2).standard_normal((2, 3, 9)).astype(np.float64)
     w = np.ones((2, 3, 3), np.float64)
     conv = lambda x, w: nd.Convolution(x, w, kernel=(3,), num_filter=2, no_bias=True)
-    y, grads, launched = run(stand_in, True, conv, [x, w])
+    y, grads, launched = run(stand_in, "stand_in", conv, [x, w])
     assert not launched
     assert device_kernels(np, x.astype(np.float16)) is None
     assert device_kernels(np, x, w.astype(np.float32)) is None
@@ -150,10 +163,11 @@ POOLINGS = [
 ]
 
 
+@pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("pool_type", ["max", "avg", "sum"])
 @pytest.mark.parametrize("shape,kernel,stride,pad,convention,global_pool", POOLINGS)
-def test_pooling_on_the_device_path_is_the_host_pooling(stand_in, pool_type, shape, kernel,
-                                                        stride, pad, convention, global_pool):
+def test_pooling_on_the_device_path_is_the_host_pooling(
+        stand_in, where, pool_type, shape, kernel, stride, pad, convention, global_pool):
     dtype = np.float32
     x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
     x.reshape(-1)[::4] = 0.5          # ties: the first maximum takes the gradient
@@ -163,23 +177,26 @@ def test_pooling_on_the_device_path_is_the_host_pooling(stand_in, pool_type, sha
                           pooling_convention=convention, global_pool=global_pool,
                           count_include_pad=pool_type != "avg" or convention == "valid")
     with np.errstate(divide="ignore", invalid="ignore"):     # 'full' windows of 0 positions
-        y, grads, launched = run(stand_in, True, pool, [x])
-        y_host, grads_host, _ = run(stand_in, False, pool, [x])
+        y, grads, launched = run(stand_in, where, pool, [x])
+        y_host, grads_host, _ = run(stand_in, "host", pool, [x])
     # max: the C kernel's bits; avg/sum: the NumPy path, which adds in another order
     same([y] + grads, [y_host] + grads_host, dtype, exact=pool_type == "max")
     name = "max_pool2d" if pool_type == "max" else "avg_pool2d"
-    assert {f"{name}_f32", f"{name}_backward_f32"} <= launched
+    if where == "stand_in":     # the stand-in counts its launches
+        assert {f"{name}_f32", f"{name}_backward_f32"} <= launched
 
 
+@pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("act", ["relu", "Activation"])
-def test_relu_on_the_device_path_is_the_host_relu_bit_for_bit(stand_in, act):
+def test_relu_on_the_device_path_is_the_host_relu_bit_for_bit(stand_in, where, act):
     x = np.random.default_rng(4).standard_normal((3, 5, 7)).astype(np.float32)
     x[0, 0, :4] = [0.0, -0.0, np.nan, np.inf]
     fn = nd.relu if act == "relu" else lambda x: nd.Activation(x, act_type="relu")
-    y, grads, launched = run(stand_in, True, fn, [x])
-    y_host, grads_host, _ = run(stand_in, False, fn, [x])
+    y, grads, launched = run(stand_in, where, fn, [x])
+    y_host, grads_host, _ = run(stand_in, "host", fn, [x])
     same([y] + grads, [y_host] + grads_host, np.float32, exact=True)
-    assert launched == {"relu_f32", "relu_backward_f32"}
+    if where == "stand_in":     # the stand-in counts its launches
+        assert launched == {"relu_f32", "relu_backward_f32"}
 
 
 def test_relu_second_order_gradients_keep_the_recorded_path(stand_in, monkeypatch):
@@ -193,23 +210,25 @@ def test_relu_second_order_gradients_keep_the_recorded_path(stand_in, monkeypatc
     np.testing.assert_allclose(dx.asnumpy(), [0.0, 4.0, 6.0])
 
 
+@pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 @pytest.mark.parametrize("training,fix_gamma", [(True, False), (True, True), (False, False)])
-def test_batch_norm_on_the_device_path_is_the_host_batch_norm(stand_in, dtype, training,
-                                                              fix_gamma):
+def test_batch_norm_on_the_device_path_is_the_host_batch_norm(
+        stand_in, where, dtype, training, fix_gamma):
     rng = np.random.default_rng(5)
     x = (rng.standard_normal((4, 3, 5, 6)) * 2 + 1).astype(dtype)
     gamma, beta = rng.standard_normal(3).astype(dtype), rng.standard_normal(3).astype(dtype)
     moving = {}
 
     def bn(x, gamma, beta):
-        mean, var = nd.array([0.5, -0.5, 0.0], dtype=dtype), nd.array([1.0, 2.0, 0.5], dtype=dtype)
+        mean = nd.array([0.5, -0.5, 0.0], dtype=dtype, ctx=x.context)
+        var = nd.array([1.0, 2.0, 0.5], dtype=dtype, ctx=x.context)
         moving.setdefault("runs", []).append((mean, var))
         return nd.BatchNorm(x, gamma, beta, mean, var, fix_gamma=fix_gamma,
                             use_global_stats=not training)
     with autograd.train_mode() if training else autograd.predict_mode():
-        y, grads, launched = run(stand_in, True, bn, [x, gamma, beta])
-        y_host, grads_host, _ = run(stand_in, False, bn, [x, gamma, beta])
+        y, grads, launched = run(stand_in, where, bn, [x, gamma, beta])
+        y_host, grads_host, _ = run(stand_in, "host", bn, [x, gamma, beta])
     # float16 data normalizes in float32 on both paths, then rounds to float16
     tol_dtype = np.float32 if dtype == np.float16 else dtype
     loose = dict(rtol=2e-3, atol=2e-3) if dtype == np.float16 else TOL[dtype]
@@ -221,7 +240,8 @@ def test_batch_norm_on_the_device_path_is_the_host_batch_norm(stand_in, dtype, t
     suffix = "f64" if dtype == np.float64 else "f32"
     want = {f"batch_norm_forward_{suffix}", f"batch_norm_partial_sums_{suffix}"} | \
         ({f"batch_norm_backward_{suffix}"} if training else set())
-    assert launched == want
+    if where == "stand_in":
+        assert launched == want
 
 
 def test_simulated_gpus_keep_the_host_path(monkeypatch):

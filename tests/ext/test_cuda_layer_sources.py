@@ -1,9 +1,8 @@
 """The layer kernels of minigluon_ext/cuda_src (columns, pool, relu, batchnorm), compiled for
-the CPU (cuda_on_cpu.py) and run through minigluon_ext.gpu.Kernels, against the C kernels:
-the same bits. Average pooling, which has no C kernel, against the Pooling operator's NumPy
-path, to rounding.
-
-tests/gpu runs the same functions on a real GPU.
+the CPU (cuda_on_cpu.py) and, where there is a GPU, by NVRTC for it, run through
+minigluon_ext.gpu.Kernels, against the C kernels: the same bits. Average pooling, which has
+no C kernel, against the Pooling operator's NumPy path, to rounding. Argument checks and
+launch plans are checked on the CPU build only.
 """
 import numpy as np
 import pytest
@@ -14,9 +13,9 @@ from minigluon.base import DTypeError, ShapeError
 from minigluon_ext import gpu, gpu_layers
 
 import cuda_on_cpu
+import kernel_backends
 
-pytestmark = pytest.mark.skipif(cuda_on_cpu.compiler() is None, reason="needs g++")
-
+NEEDS_GXX = pytest.mark.skipif(cuda_on_cpu.compiler() is None, reason="needs g++")
 DTYPES = [np.float32, np.float64]
 UINT = {4: np.uint32, 8: np.uint64}
 
@@ -42,8 +41,17 @@ POOL_GEOMETRIES = [
 ]
 
 
+@pytest.fixture(scope="module", params=kernel_backends.KINDS)
+def kernels(request):
+    """The kernels on the CPU build, and on the GPU where there is one (NumPy in and out)."""
+    return kernel_backends.make(request.param)
+
+
 @pytest.fixture(scope="module")
-def kernels():
+def cpu_kernels():
+    """The kernels on the CPU build only (argument checks need no GPU)."""
+    if cuda_on_cpu.compiler() is None:
+        pytest.skip("needs g++")
     return gpu.Kernels(cuda_on_cpu.CpuBackend())
 
 
@@ -208,7 +216,8 @@ def test_batch_norm_stats_of_no_values_are_zeros(kernels, host):
         np.testing.assert_array_equal(got, want)
 
 
-def test_bad_layer_arguments_are_named(kernels):
+def test_bad_layer_arguments_are_named(cpu_kernels):
+    kernels = cpu_kernels
     x = np.zeros((1, 2, 4, 4), np.float32)
     with pytest.raises(DTypeError, match="x has dtype float16"):
         kernels.im2col(x.astype(np.float16), 3)
@@ -229,6 +238,7 @@ def test_bad_layer_arguments_are_named(kernels):
         kernels.relu(x.transpose(0, 1, 3, 2))
 
 
+@NEEDS_GXX
 def test_sizes_past_the_kernels_int_indices_are_refused_before_any_launch():
     backend = cuda_on_cpu.CpuBackend()
     # a row of 2**31 values that are never read: the check comes before any allocation
@@ -239,7 +249,8 @@ def test_sizes_past_the_kernels_int_indices_are_refused_before_any_launch():
     assert backend.launches == []
 
 
-def test_each_layer_kernel_launches_once_over_its_output(kernels):
+@NEEDS_GXX
+def test_each_layer_kernel_launches_once_over_its_output():
     backend = cuda_on_cpu.CpuBackend()
     k = gpu.Kernels(backend)
     x = values((2, 3, 6, 6), np.float32)

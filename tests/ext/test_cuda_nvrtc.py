@@ -59,7 +59,8 @@ def compile_to_ptx(lib, name):
     assert lib.nvrtcCreateProgram(ctypes.byref(prog), gpu.source(name).encode(),
                                   f"{name}.cu".encode(), 0, None, None) == 0
     options = [o.encode() for o in gpu.NVRTC_OPTIONS + (ARCH,)]
-    status = lib.nvrtcCompileProgram(prog, len(options), (ctypes.c_char_p * len(options))(*options))
+    argv = (ctypes.c_char_p * len(options))(*options)
+    status = lib.nvrtcCompileProgram(prog, len(options), argv)
     size = ctypes.c_size_t()
     lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
     log = ctypes.create_string_buffer(size.value)
