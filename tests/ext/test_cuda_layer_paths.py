@@ -250,3 +250,52 @@ def test_simulated_gpus_keep_the_host_path(monkeypatch):
     x = nd.ones((1, 2, 4, 4), ctx=mx.gpu(0))
     assert isinstance(x._data, np.ndarray)
     assert device_kernels(x.context.xp, x._data) is None
+
+
+def train_small_net(stand_in, where, hybridize, steps=2):
+    """The (shape, value) of each parameter of a small conv net after `steps` SGD steps, on
+    the device path ('stand_in', 'gpu') or the host path."""
+    from minigluon import gluon
+    from minigluon.gluon import nn
+    saved = device_module._STAND_IN
+    device_module._STAND_IN = stand_in if where == "stand_in" else None
+    ctx = mx.gpu(0) if where == "gpu" else mx.cpu()
+    try:
+        mx.random.seed(7)
+        net = nn.HybridSequential()
+        net.add(nn.Conv2D(8, 3, padding=1, in_channels=3), nn.BatchNorm(in_channels=8),
+                nn.Activation("relu"), nn.MaxPool2D(2),
+                nn.Conv2D(8, 3, padding=1, groups=2, in_channels=8), nn.GlobalAvgPool2D(),
+                nn.Dense(3, in_units=8))
+        net.initialize(mx.init.Xavier(), ctx=mx.cpu())    # the same draws for every path
+        net.reset_ctx(ctx)
+        if hybridize:
+            net.hybridize()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+        rng = np.random.default_rng(11)
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        for _ in range(steps):
+            x = nd.array(rng.standard_normal((4, 3, 8, 8)), ctx=ctx)
+            y = nd.array(rng.integers(0, 3, 4), ctx=ctx)
+            with autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            trainer.step(4)
+        return [(p.shape, p.data().asnumpy()) for p in net.collect_params().values()]
+    finally:
+        device_module._STAND_IN = saved
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_a_small_conv_net_trains_alike_on_the_device_path(stand_in, where, hybridize):
+    before = len(stand_in.backend.launches)
+    device = train_small_net(stand_in, where, hybridize)
+    if where == "stand_in":
+        launched = {k for _, k, _ in stand_in.backend.launches[before:]}
+        assert {"im2col_f32", "col2im_f32", "max_pool2d_f32", "avg_pool2d_f32", "relu_f32",
+                "batch_norm_forward_f32"} <= launched
+    host = train_small_net(stand_in, "host", hybridize)
+    assert [shape for shape, _ in device] == [shape for shape, _ in host]
+    for k, ((_, got), (_, want)) in enumerate(zip(device, host)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"parameter {k}")
