@@ -46,6 +46,8 @@ class OnGpu:
 
     def __getattr__(self, name):
         method = getattr(self.kernels, name)
+        if not callable(method):
+            return method
         return lambda *args, **kwargs: self._call(method, args, kwargs)
 
     def _call(self, method, args, kwargs):
