@@ -172,21 +172,6 @@ def kernels():
     return _cuda
 
 
-def quantize_2bit(grad, residual, threshold, out=None, nthreads=None):
-    """`native.quantize_2bit` for CuPy arrays."""
-    return kernels().quantize_2bit(grad, residual, threshold, out, nthreads)
-
-
-def dequantize_2bit(packed, threshold, out, nthreads=None):
-    """`native.dequantize_2bit` for CuPy arrays."""
-    return kernels().dequantize_2bit(packed, threshold, out, nthreads)
-
-
-def dequantize_2bit_add(packed, threshold, out, nthreads=None):
-    """`native.dequantize_2bit_add` for CuPy arrays."""
-    return kernels().dequantize_2bit_add(packed, threshold, out, nthreads)
-
-
 # ---- layer kernels (gpu_layers.py) --------------------------------------------------------
 
 def im2col(x, kernel, stride=(1, 1), pad=(0, 0), dilate=(1, 1), out=None, nthreads=None):
@@ -228,3 +213,21 @@ def batch_norm_forward(x, mean, scale, shift, out=None, nthreads=None):
 def batch_norm_backward(x, dy, mean, a, b, k, out=None, nthreads=None):
     """`native.batch_norm_backward` for CuPy arrays."""
     return kernels().batch_norm_backward(x, dy, mean, a, b, k, out, nthreads)
+
+
+# ---- 2-bit compression (twobit.cu) ---------------------------------------------------------
+
+def quantize_2bit(grad, residual, threshold, out=None, nthreads=None):
+    """`native.quantize_2bit` for CuPy arrays."""
+    return kernels().quantize_2bit(grad, residual, threshold, out, nthreads)
+
+
+def dequantize_2bit(packed, threshold, out, nthreads=None):
+    """`native.dequantize_2bit` for CuPy arrays."""
+    return kernels().dequantize_2bit(packed, threshold, out, nthreads)
+
+
+def dequantize_2bit_add(packed, threshold, out, nthreads=None):
+    """`native.dequantize_2bit_add` for CuPy arrays."""
+    return kernels().dequantize_2bit_add(packed, threshold, out, nthreads)
+
