@@ -230,4 +230,3 @@ def dequantize_2bit(packed, threshold, out, nthreads=None):
 def dequantize_2bit_add(packed, threshold, out, nthreads=None):
     """`native.dequantize_2bit_add` for CuPy arrays."""
     return kernels().dequantize_2bit_add(packed, threshold, out, nthreads)
-
