@@ -1,9 +1,9 @@
 """The GPU path: minigluon_ext's kernels for CuPy arrays, from the CUDA sources in cuda_src/.
 
 The functions here have the names, arguments and results of `minigluon_ext.native` for the
-kernels a GPU needs (2-bit compression, ...), and take CuPy arrays on one device. Each
-`cuda_src/<file>.cu` is compiled by NVRTC (through `cupy.RawModule`) the first time one of
-its kernels runs, with `common.cuh` in front of it.
+kernels a GPU needs (2-bit compression; the layers' kernels come from gpu_layers.py), and
+take CuPy arrays on one device. Each `cuda_src/<file>.cu` is compiled by NVRTC (through
+`cupy.RawModule`) the first time one of its kernels runs, with `common.cuh` in front of it.
 
 The kernels follow the C kernels' arithmetic step for step (no fused multiply-add: NVRTC
 runs with --fmad=false), so a GPU worker's results, and its 2-bit pushes, are the bits a
@@ -19,6 +19,7 @@ import numpy as np
 from minigluon.base import DTypeError, ShapeError
 
 from . import _checks as check
+from .gpu_layers import LayerKernels
 
 SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_src")
 
@@ -76,9 +77,10 @@ class CudaBackend:
             module.get_function(kernel)((blocks_for(n),), (BLOCK,), args)
 
 
-class Kernels:
+class Kernels(LayerKernels):
     """The kernel functions over one backend (`CudaBackend`, or the CPU build of the same
-    sources that the tests use); arrays are the backend's `xp.ndarray`."""
+    sources that the tests use); arrays are the backend's `xp.ndarray`. The layer kernels
+    (convolution columns, pooling, ReLU, BatchNorm) come from gpu_layers.LayerKernels."""
 
     def __init__(self, backend):
         self.backend = backend
@@ -278,6 +280,51 @@ def kernels():
         _cuda = Kernels(CudaBackend())
     return _cuda
 
+
+# ---- layer kernels (gpu_layers.py) --------------------------------------------------------
+
+def im2col(x, kernel, stride=(1, 1), pad=(0, 0), dilate=(1, 1), out=None, nthreads=None):
+    """`native.im2col` for CuPy arrays."""
+    return kernels().im2col(x, kernel, stride, pad, dilate, out, nthreads)
+
+
+def col2im(cols, shape, kernel, stride=(1, 1), pad=(0, 0), dilate=(1, 1), out=None,
+           nthreads=None):
+    """`native.col2im` for CuPy arrays."""
+    return kernels().col2im(cols, shape, kernel, stride, pad, dilate, out, nthreads)
+
+
+def max_pool2d(x, kernel, stride=(1, 1), pad=(0, 0), convention="valid", nthreads=None):
+    """`native.max_pool2d` for CuPy arrays."""
+    return kernels().max_pool2d(x, kernel, stride, pad, convention, nthreads)
+
+
+def max_pool2d_backward(dy, argmax, size, out=None, nthreads=None, **window):
+    """`native.max_pool2d_backward` for CuPy arrays (window: kernel=, stride=, pad=)."""
+    return kernels().max_pool2d_backward(dy, argmax, size, out, nthreads, **window)
+
+
+def relu(x, out=None, nthreads=None):
+    """`native.relu` for CuPy arrays."""
+    return kernels().relu(x, out, nthreads)
+
+
+def relu_backward(x, dy, out=None, nthreads=None):
+    """`native.relu_backward` for CuPy arrays."""
+    return kernels().relu_backward(x, dy, out, nthreads)
+
+
+def batch_norm_forward(x, mean, scale, shift, out=None, nthreads=None):
+    """`native.batch_norm_forward` for CuPy arrays."""
+    return kernels().batch_norm_forward(x, mean, scale, shift, out, nthreads)
+
+
+def batch_norm_backward(x, dy, mean, a, b, k, out=None, nthreads=None):
+    """`native.batch_norm_backward` for CuPy arrays."""
+    return kernels().batch_norm_backward(x, dy, mean, a, b, k, out, nthreads)
+
+
+# ---- 2-bit compression (twobit.cu) ---------------------------------------------------------
 
 def quantize_2bit(grad, residual, threshold, out=None, nthreads=None):
     """`native.quantize_2bit` for CuPy arrays."""

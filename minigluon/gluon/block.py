@@ -454,9 +454,16 @@ class HybridBlock(Block):
         # inputs may be nested lists (a recurrent cell's states) and None (absent)
         flat, in_structure = _flatten(args)
         _check_graph_inputs(flat, first, type(self).__name__)
-        key = (_frozen(in_structure), tuple(a is None for a in flat), self._cache_key(flat))
+        # Nones at the end are arguments left to their defaults: f(x, None) is f(x)
+        given = list(args)
+        while given and given[-1] is None:
+            given.pop()
+        given_flat, given_structure = _flatten(given)
+        key = (_frozen(given_structure), tuple(a is None for a in given_flat),
+               self._cache_key(flat))
         entry = self._cached.get(key)
         if entry is None:
+            self._check_argument_layout(key)
             if self._needs_shape_pass():
                 # an imperative run on the inputs gives deferred parameters their shapes and
                 # shape-dependent blocks their sizes (hybridized blocks inside run
@@ -468,6 +475,20 @@ class HybridBlock(Block):
         cached_op, params, structure = entry
         inputs = [a for a in flat if a is not None] + [p.data(first.context) for p in params]
         return _regroup(cached_op.run(inputs), structure)
+
+    def _check_argument_layout(self, key):
+        """Refuse a call whose nesting or absent (None) arguments differ from the graph
+        already traced, as MXNet does: the cached graph has fixed inputs, and a silently
+        traced second graph would hide a caller's mistake (an argument left out)."""
+        if not self._cached:
+            return
+        old = next(iter(self._cached))
+        if old[:2] != key[:2]:
+            raise ValueError(
+                f"{self.name}: the arguments' layout {_describe_layout(key)} differs from the "
+                f"one its hybridized graph was traced with, {_describe_layout(old)}; pass the "
+                "same arguments (None in the same places), or call hybridize() again to "
+                "trace anew")
 
     def _needs_shape_pass(self):
         """Whether tracing needs an imperative run first: a block below has parameters
@@ -576,6 +597,11 @@ def _symbol_like(x, symbol):
     """`symbol` with mx.np semantics when `x` (an array or symbol) has them, so a block
     traced on mx.np arrays builds the same ops it runs imperatively."""
     return symbol.as_np_ndarray() if isinstance(x, NumpyMethods) else symbol
+
+
+def _describe_layout(key):
+    """A cache key's argument layout in words: each flat input NDArray or None."""
+    return "(" + ", ".join("None" if absent else "array" for absent in key[1]) + ")"
 
 
 def _flatten(out):

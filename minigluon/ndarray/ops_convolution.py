@@ -1,6 +1,7 @@
 """The Convolution operator on channel-first data (NCW, NCHW, NCDHW): im2col plus one
-batched matmul, on minigluon_ext's kernels for 2-D host arrays (`conv_host`), else with
-`conv_columns`. Also the parameter checks and bias helpers that Deconvolution shares.
+batched matmul, on minigluon_ext's CUDA kernels for 2-D CuPy arrays (`conv_device`), its C
+kernels for 2-D host arrays (`conv_host`), else with `conv_columns`. Also the parameter
+checks and bias helpers that Deconvolution shares.
 
 Out of scope: channel-last layouts (transpose to channel-first first).
 """
@@ -8,9 +9,11 @@ import numpy as np
 
 from ..base import ShapeError
 from .conv_columns import columns
+from .conv_device import DeviceConv
 from .conv_host import host_conv, on_host
 from .conv_pointwise import Pointwise
 from .conv_window import Window, check_layout, kernel_attr, per_axis
+from .device_kernels import device_kernels
 from .registry import register
 
 __all__ = ["convolution", "check_groups", "check_param", "bias_view", "bias_grad"]
@@ -64,8 +67,13 @@ def convolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), pa
                  "(num_filter, channels/num_group, *kernel)")
     use_bias = bias is not None and not no_bias
     check_param(op, "bias", bias if use_bias else None, (f,), "(num_filter,)")
+    kernels = device_kernels(xp, data, weight, bias if use_bias else None) if n == 2 else None
+    if kernels is not None:
+        conv = DeviceConv(kernels, xp, win, num_group, data.shape[1], data.dtype)
+        return _run(xp, conv, data, weight, bias if use_bias else None)
     if Pointwise.applies(win, data.shape[1], num_group, data.dtype):
-        return _pointwise(xp, win, num_group, data, weight, bias if use_bias else None)
+        return _run(xp, Pointwise(xp, win, num_group), data, weight,
+                    bias if use_bias else None)
     if on_host(xp, win, data, weight, bias if use_bias else None):
         host = host_conv(win, num_group, data.shape[1], data.dtype)
         out = host.forward(data, weight, np.ascontiguousarray(bias) if use_bias else None)
@@ -89,9 +97,9 @@ def convolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), pa
     return out, backward
 
 
-def _pointwise(xp, win, groups, data, weight, bias):
-    """A 1x1 unpadded convolution on big feature maps, as matmuls on the arrays in place."""
-    conv = Pointwise(xp, win, groups)
+def _run(xp, conv, data, weight, bias):
+    """(out, backward) of a convolution object: Pointwise (1x1 unpadded convolutions as
+    matmuls on the arrays in place) or DeviceConv."""
     out = conv.forward(data, weight, bias)
 
     def backward(dy, need=(True, True, True)):

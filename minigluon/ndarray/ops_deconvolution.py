@@ -1,11 +1,14 @@
 """The Deconvolution operator (transposed convolution): the adjoint of Convolution, built
-from the same pieces (its window, the host kernels, the columns) run the other way."""
+from the same pieces (its window, the device and host kernels, the columns) run the other
+way."""
 import numpy as np
 
 from ..base import ShapeError
 from .conv_columns import columns
+from .conv_device import DeviceConv
 from .conv_host import host_conv, on_host
 from .conv_window import Window, check_layout, kernel_attr, per_axis
+from .device_kernels import device_kernels
 from .ops_convolution import bias_grad, bias_view, check_groups, check_param
 from .registry import register
 
@@ -60,9 +63,14 @@ def deconvolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), 
     use_bias = bias is not None and not no_bias
     check_param(op, "bias", bias if use_bias else None, (f,), "(num_filter,)")
     win = _deconv_window(op, data, kernel, stride, dilate, pad, adj, target_shape)
+    kernels = device_kernels(xp, data, weight, bias if use_bias else None) \
+        if len(kernel) == 2 else None
+    if kernels is not None:
+        return _adjoint(DeviceConv(kernels, xp, win, num_group, f, data.dtype), xp, data,
+                        weight, bias if use_bias else None)
     if on_host(xp, win, data, weight, bias if use_bias else None):
-        return _host_deconvolution(host_conv(win, num_group, f, data.dtype), data, weight,
-                                   bias if use_bias else None)
+        return _adjoint(host_conv(win, num_group, f, data.dtype), np, data, weight,
+                        bias if use_bias else None)
     cols = columns(xp, win, num_group, data.shape[0], f)
     rows = cols.to_rows(data)
     out = cols.from_grid(cols.correlate_transposed(rows, weight, data.dtype))
@@ -77,8 +85,9 @@ def deconvolution(xp, data, weight, bias=None, kernel=(), stride=(), dilate=(), 
     return out, backward
 
 
-def _host_deconvolution(conv, data, weight, bias):
-    """Deconvolution as the adjoint of the host convolution `conv` (output -> data space)."""
+def _adjoint(conv, xp, data, weight, bias):
+    """Deconvolution as the adjoint of the convolution `conv` (output -> data space), a
+    DeviceConv or a host one."""
     out, _ = conv.backward(data, None, weight, need_w=False)
     if bias is not None:
         out += bias_view(bias, 2)
@@ -86,5 +95,5 @@ def _host_deconvolution(conv, data, weight, bias):
     def backward(dy):
         dx = conv.forward(dy, weight)
         _, dw = conv.backward(data, dy, weight, need_x=False)
-        return dx, dw, (bias_grad(np, dy) if bias is not None else None)
+        return dx, dw, (bias_grad(xp, dy) if bias is not None else None)
     return out, backward

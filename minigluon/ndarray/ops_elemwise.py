@@ -11,6 +11,7 @@ import numpy as np
 import minigluon_ext as ext
 
 from ..base import DTypeError, ShapeError
+from .device_kernels import device_kernels
 from .registry import Backward, check_same_dtype, register
 
 _SCALARS = (int, float, bool, np.generic)
@@ -94,10 +95,16 @@ def _on_host(xp, *arrays):
 
 
 def _relu(xp, x):
+    kernels = device_kernels(xp, x)
+    if kernels is not None:
+        return kernels.relu(xp.ascontiguousarray(x))
     return ext.relu(x) if _on_host(xp, x) else xp.maximum(x, 0)
 
 
 def _relu_grad(xp, x, y, dy):
+    kernels = device_kernels(xp, x, dy) if dy.shape == x.shape else None
+    if kernels is not None:
+        return kernels.relu_backward(xp.ascontiguousarray(x), xp.ascontiguousarray(dy))
     return ext.relu_backward(x, dy) if _on_host(xp, x, dy) else dy * (x > 0)
 
 

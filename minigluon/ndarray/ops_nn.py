@@ -10,6 +10,7 @@ import minigluon_ext as ext
 
 from .. import autograd
 from ..base import ShapeError
+from .device_kernels import device_kernels
 from .random import generator
 from .registry import Backward, register
 from .sparse_storage import RowSparseStorage
@@ -132,8 +133,9 @@ def batch_norm(xp, data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentu
     work = data.astype(np.float32) if data.dtype == np.float16 else data
     g = xp.ones_like(gamma) if fix_gamma else gamma
     training = autograd.is_training() and not use_global_stats
-    if _HOST_KERNELS and xp is np and work.dtype in ext.LAYER_DTYPES and data.size:
-        norm = _HostBatchNorm(work, ax, eps)
+    kernels = _channel_kernels(xp, work)
+    if kernels is not None and data.size:
+        norm = _KernelBatchNorm(kernels, xp, work, ax, eps)
         if training:
             mean, var = norm.batch_stats()
             _update_moving(moving_mean, moving_var, mean, var, momentum)
@@ -184,45 +186,57 @@ def _update_moving(moving_mean, moving_var, mean, var, momentum):
         moving += (1 - momentum) * batch.astype(moving.dtype)
 
 
-class _HostBatchNorm:
-    """BatchNorm of a host float32/float64 array with minigluon_ext's per-channel kernels.
+def _channel_kernels(xp, work):
+    """The per-channel kernels for this data: minigluon_ext's CUDA kernels for CuPy arrays,
+    its C kernels (or fallback) for host arrays, None where neither applies."""
+    device = device_kernels(xp, work)
+    if device is not None:
+        return device
+    return ext if _HOST_KERNELS and xp is np and work.dtype in ext.LAYER_DTYPES else None
+
+
+class _KernelBatchNorm:
+    """BatchNorm of a float32/float64 array with minigluon_ext's per-channel kernels: the C
+    ones (`ext`) for host arrays, `gpu.Kernels` for device arrays (the same functions).
 
     The data is viewed as (outer, C, inner); statistics and gradient sums accumulate in
     float64; x - mean is recomputed in backward rather than keeping a normalized copy.
     """
 
-    def __init__(self, work, ax, eps):
+    def __init__(self, kernels, xp, work, ax, eps):
+        self.kernels, self.xp = kernels, xp
         self.shape, self.dtype, self.eps = work.shape, work.dtype, eps
-        self.x = np.ascontiguousarray(work).reshape(math.prod(work.shape[:ax]),
+        self.x = xp.ascontiguousarray(work).reshape(math.prod(work.shape[:ax]),
                                                     work.shape[ax], -1)
 
     def batch_stats(self):
         """The batch's (mean, biased variance) per channel, rounded to the data's dtype."""
-        mean, var = ext.batch_norm_stats(self.x)
+        mean, var = self.kernels.batch_norm_stats(self.x)
         return mean.astype(self.dtype), var.astype(self.dtype)
 
     def forward(self, mean, var, gamma, beta):
         """(x - mean) * gamma / sqrt(var + eps) + beta, in the data's shape."""
-        self.mean = np.ascontiguousarray(mean, dtype=self.dtype)
-        self.inv_std = 1 / np.sqrt(var.astype(self.dtype) + self.eps)
+        xp = self.xp
+        self.mean = xp.ascontiguousarray(mean, dtype=self.dtype)
+        self.inv_std = 1 / xp.sqrt(var.astype(self.dtype) + self.eps)
         self.scale = self.inv_std * gamma.astype(self.dtype)
-        return ext.batch_norm_forward(self.x, self.mean, self.scale,
-                                      np.ascontiguousarray(beta, dtype=self.dtype)
-                                      ).reshape(self.shape)
+        return self.kernels.batch_norm_forward(self.x, self.mean, self.scale,
+                                               xp.ascontiguousarray(beta, dtype=self.dtype)
+                                               ).reshape(self.shape)
 
     def backward(self, dy, training, fix_gamma):
         """(dx, dgamma, dbeta); with batch statistics, dx includes their gradient."""
-        dy = np.ascontiguousarray(dy, dtype=self.dtype).reshape(self.x.shape)
-        sum_dy, sum_dy_xc = ext.batch_norm_sums(self.x, dy, self.mean)
-        dgamma = np.zeros_like(sum_dy) if fix_gamma else sum_dy_xc * self.inv_std
+        dy = self.xp.ascontiguousarray(dy, dtype=self.dtype).reshape(self.x.shape)
+        sum_dy, sum_dy_xc = self.kernels.batch_norm_sums(self.x, dy, self.mean)
+        dgamma = self.xp.zeros_like(sum_dy) if fix_gamma else sum_dy_xc * self.inv_std
         if training:
             # dx = scale * (dy - mean(dy) - xhat * mean(dy * xhat)), per channel
             m = self.x.shape[0] * self.x.shape[2]
             inv_std, scale = self.inv_std.astype(np.float64), self.scale.astype(np.float64)
             b = -(scale * inv_std * inv_std * sum_dy_xc / m)
             k = -(scale * sum_dy / m)
-            dx = ext.batch_norm_backward(self.x, dy, self.mean, self.scale,
-                                         b.astype(self.dtype), k.astype(self.dtype))
+            dx = self.kernels.batch_norm_backward(self.x, dy, self.mean, self.scale,
+                                                  b.astype(self.dtype), k.astype(self.dtype))
         else:
             dx = dy * self.scale[None, :, None]
         return dx.reshape(self.shape), dgamma, sum_dy

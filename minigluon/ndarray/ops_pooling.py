@@ -1,7 +1,8 @@
 """The Pooling operator: max, average or sum pooling of channel-first data.
 
-Pooling is separable: it pools one spatial axis at a time (`_AxisPool`). 2-D max pooling
-of host arrays runs on minigluon_ext's kernel instead (`conv_host.host_max_pool`).
+Pooling is separable: it pools one spatial axis at a time (`_AxisPool`). 2-D pooling of
+CuPy arrays runs on minigluon_ext's CUDA kernels instead (`pool_device`), 2-D max pooling
+of host arrays on its C kernel (`conv_host.host_max_pool`).
 
 Out of scope: channel-last layouts, 'lp' pooling and the 'same' pooling convention.
 """
@@ -12,6 +13,8 @@ import numpy as np
 from ..base import MXNetError, ShapeError
 from .conv_host import host_max_pool, on_host
 from .conv_window import Window, check_layout, kernel_attr, per_axis
+from .device_kernels import device_kernels
+from .pool_device import device_pool
 from .registry import register
 
 __all__ = ["pooling"]
@@ -180,8 +183,12 @@ def pooling(xp, data, kernel=(), pool_type="max", global_pool=False, stride=(), 
                          "or 'sum'")
     check_layout(op, layout, data, data.ndim - 2)
     win, extra = _pool_window(op, data, kernel, stride, pad, global_pool, pooling_convention)
+    convention = "valid" if global_pool else pooling_convention
+    kernels = device_kernels(xp, data) if len(win.kernel) == 2 else None
+    if kernels is not None:
+        return device_pool(kernels, xp, data, win, pool_type, convention, count_include_pad)
     if pool_type == "max" and on_host(xp, win, data):
-        return host_max_pool(data, win, "valid" if global_pool else pooling_convention)
+        return host_max_pool(data, win, convention)
     pool = _Pool(xp, win, extra, pool_type, count_include_pad, data.dtype)
     out, saved = pool.forward(data)
     return out, lambda dy: (pool.backward(dy, out, saved),)

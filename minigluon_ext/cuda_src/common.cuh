@@ -17,3 +17,16 @@
 #define MG_FOR(i, n)                                                                     \
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (long long)(n); \
          i += (long long)blockDim.x * gridDim.x)
+
+/* a / b, with *rem = a % b, for 0 <= a and 0 < b: in 32 bits when both fit, because a GPU
+ * divides 64-bit integers in software, many times slower (a kernel's index split would
+ * cost more than its memory traffic).  Not static: NVRTC warns of an unused static function
+ * in every file that does not call it. */
+__device__ __forceinline__ long long mg_divmod(long long a, long long b, long long *rem)
+{
+    long long q = (a <= 0x7fffffffLL && b <= 0x7fffffffLL)
+                      ? (long long)((unsigned int)a / (unsigned int)b)
+                      : a / b;
+    *rem = a - q * b;
+    return q;
+}

@@ -196,10 +196,17 @@ def test_hybridized_block_takes_nested_lists_of_inputs():
     block.hybridize()
     for _ in range(2):                                     # trace, then replay
         np.testing.assert_array_equal(block(x, [a, b]).asnumpy(), plain[0])
+        np.testing.assert_array_equal(block(x, [a, b], None).asnumpy(), plain[0])
+    # the graph's inputs are fixed, as in MXNet: another layout is refused, not retraced
+    with pytest.raises(ValueError, match=r"layout \(array, array, array, array\) differs "
+                                         r"from .* \(array, array, array\).*hybridize\(\)"):
+        block(x, [a, b], c)
+    block.hybridize()                                      # traces anew
+    for _ in range(2):
         out, rest = block(x, [a, b], c)
         np.testing.assert_array_equal(out.asnumpy(), plain[1][0].asnumpy())
         np.testing.assert_array_equal(rest[0].asnumpy(), plain[1][1][0].asnumpy())
-    assert len(block._cached) == 2                         # one graph per input structure
+    assert len(block._cached) == 1
 
 
 def test_a_hybridized_net_holding_a_recurrent_layer_retraces_per_sequence_length():
@@ -388,6 +395,9 @@ def test_hybrid_block_takes_none_lists_and_scalars_like_a_block_until_hybridized
     f.hybridize()
     np.testing.assert_allclose(f(None, ones).asnumpy(), np.ones(3))
     np.testing.assert_allclose(f(None, ones).asnumpy(), np.ones(3))   # replayed graph
+    with pytest.raises(ValueError, match=r"layout \(array, array, array\) differs"):
+        f([ones, ones], ones)                    # the graph's inputs are fixed, as in MXNet
+    f.hybridize()                                # ... until it is traced anew
     np.testing.assert_allclose(f([ones, ones], ones).asnumpy(), np.full(3, 3.0))
     with pytest.raises(ValueError, match="hybridized: its inputs must be NDArrays or None, "
                                          "got int 1"):
