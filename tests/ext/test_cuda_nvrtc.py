@@ -22,6 +22,7 @@ KERNELS = {
              "avg_pool2d_backward"],
     "relu": ["relu", "relu_backward"],
     "batchnorm": ["batch_norm_forward", "batch_norm_backward"],
+    "update": ["sgd_update", "sgd_scaled_update", "adam_update", "nag_mom_update"],
 }
 ARCH = "-arch=compute_90"      # the H100's and H200's
 

@@ -5,7 +5,8 @@ SGD is compared with the C kernel (native.sgd_update), its scaled form with sgd_
 NumPy lines; Adam with the C row kernel on every
 row (native.rows_adam_update) and with optimizer/adam.py's NumPy lines; NAG with
 nag_mom_step's NumPy lines; the "operator" forms with the nd.* operators' NumPy lines.
-Every comparison is of bytes: the kernels follow each form's order of operations.
+Every comparison is of bytes: the kernels follow each form's order of operations. Where
+there is a GPU, the comparisons also run on it (kernel_backends.KINDS).
 """
 import math
 
@@ -20,16 +21,24 @@ from minigluon.optimizer import Adam
 from minigluon_ext import gpu
 
 import cuda_on_cpu
-
-pytestmark = pytest.mark.skipif(cuda_on_cpu.compiler() is None, reason="needs g++")
+import kernel_backends
 
 DTYPES = [np.float32, np.float64]
 # (wd, clip_gradient, rescale_grad): plain, decay, clipping, both with a rescale
 SETTINGS = [(0.0, None, 1.0), (1e-3, None, 1.0), (0.0, 0.05, 1.0), (3e-4, 0.05, 1 / 32)]
 
 
+@pytest.fixture(scope="module", params=kernel_backends.KINDS)
+def kernels(request):
+    """The kernels on the CPU build, and on the GPU where there is one (NumPy in and out)."""
+    return kernel_backends.make(request.param)
+
+
 @pytest.fixture(scope="module")
-def kernels():
+def cpu_kernels():
+    """The kernels on the CPU build only (launch records and argument checks)."""
+    if cuda_on_cpu.compiler() is None:
+        pytest.skip("needs g++")
     return gpu.Kernels(cuda_on_cpu.CpuBackend())
 
 
@@ -152,8 +161,8 @@ def test_the_operator_forms_are_the_operators_bit_for_bit(kernels, dtype, wd, cl
         same_bits(d, o, f"adam_update's {name}")
 
 
-def test_each_update_is_one_launch_over_every_element(kernels):
-    backend = kernels.backend
+def test_each_update_is_one_launch_over_every_element(cpu_kernels):
+    kernels, backend = cpu_kernels, cpu_kernels.backend
     w, g, m = arrays(np.float32, 640, 3)
     before = len(backend.launches)
     kernels.sgd_update(w, g, m, 0.1, momentum=0.9)
@@ -162,7 +171,8 @@ def test_each_update_is_one_launch_over_every_element(kernels):
     assert len(backend.launches) == before + 1
 
 
-def test_bad_update_arguments_are_named(kernels):
+def test_bad_update_arguments_are_named(cpu_kernels):
+    kernels = cpu_kernels
     w, g, m = arrays(np.float32, 16, 3)
     with pytest.raises(DTypeError, match="grad has dtype float64 but weight needs float32"):
         kernels.sgd_update(w, g.astype(np.float64))
