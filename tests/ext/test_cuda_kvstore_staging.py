@@ -2,7 +2,8 @@
 cuda_on_cpu.py, whose buffers are NumPy arrays) and 2-bit compression by the CUDA
 sources compiled for the CPU, against the host path: round trips, bits, buffer reuse.
 
-What only a GPU checks (tests/gpu): CudaCopier's streams, events and pinned memory.
+Where there is a GPU, the last tests run CudaCopier (pinned memory, its stream, events)
+and the compression on CuPy arrays.
 """
 import numpy as np
 import pytest
@@ -12,12 +13,15 @@ from minigluon.kvstore.staging import Staging, on_device
 from minigluon_ext import gpu
 
 import cuda_on_cpu
+import kernel_backends
 
-pytestmark = pytest.mark.skipif(cuda_on_cpu.compiler() is None, reason="needs g++")
+needs_gpu = pytest.mark.skipif(not kernel_backends.has_gpu(), reason="needs a GPU")
 
 
 @pytest.fixture(scope="module")
 def kernels():
+    if cuda_on_cpu.compiler() is None:
+        pytest.skip("needs g++")
     return gpu.Kernels(cuda_on_cpu.CpuBackend())
 
 
@@ -96,3 +100,36 @@ def test_compression_on_the_device_is_the_host_compression(kernels, dtype):
             np.testing.assert_array_equal(got, want, err_msg=f"step {step}, part {off}")
     np.testing.assert_array_equal(device.residual("w", flat), host.residual("w", flat))
     assert device.residual("w", flat).dtype == (np.float32 if dtype == np.float16 else dtype)
+
+
+@needs_gpu
+def test_the_cuda_copier_stages_through_reused_pinned_buffers_in_stream_order():
+    import cupy
+    staging = Staging()
+    values = np.arange(100000, dtype=np.float32)
+    x = cupy.asarray(values)
+    host = staging.to_host((1, "push"), x * 2)        # waits for the product's kernel
+    np.testing.assert_array_equal(host, values * 2)
+    again = staging.to_host((1, "push"), x)
+    assert again.ctypes.data == host.ctypes.data and len(staging) == 1
+    np.testing.assert_array_equal(again, values)
+    dest = staging.buffer((1, "pull"), values.size, np.float32)
+    dest[...] = values[::-1]
+    out = cupy.zeros(values.size, cupy.float32)
+    staging.to_device((1, "pull"), out)
+    later = out + 1                                   # queued after the copy
+    np.testing.assert_array_equal(cupy.asnumpy(later), values[::-1] + 1)
+    staging.buffer((1, "pull"), values.size, np.float32)     # the copy is waited for
+
+
+@needs_gpu
+def test_compression_of_a_cupy_array_is_the_host_compression():
+    import cupy
+    rng = np.random.default_rng(9)
+    host, device = TwoBitCompressor(0.5), TwoBitCompressor(0.5)
+    for step in range(3):
+        flat = rng.uniform(-1, 1, 1001).astype(np.float32)
+        on_gpu = device.compress("w", cupy.asarray(flat), 0, flat.size)
+        assert isinstance(on_gpu, cupy.ndarray)
+        np.testing.assert_array_equal(cupy.asnumpy(on_gpu), host.compress("w", flat, 0,
+                                                                            flat.size))

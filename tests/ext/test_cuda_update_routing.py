@@ -16,12 +16,16 @@ from minigluon.ndarray import device_update
 from minigluon_ext import gpu
 
 import cuda_on_cpu
+import kernel_backends
 
-pytestmark = pytest.mark.skipif(cuda_on_cpu.compiler() is None, reason="needs g++")
+needs_gpp = pytest.mark.skipif(cuda_on_cpu.compiler() is None, reason="needs g++")
+needs_gpu = pytest.mark.skipif(not kernel_backends.has_gpu(), reason="needs a GPU")
 
 
 @pytest.fixture(scope="module")
 def kernels():
+    if cuda_on_cpu.compiler() is None:
+        pytest.skip("needs g++")
     return gpu.Kernels(cuda_on_cpu.CpuBackend())
 
 
@@ -41,13 +45,13 @@ def params(dtype, n=257, seed=0):
     return w, grads
 
 
-def train(name, dtype, kwargs, steps_grads, w0):
+def train(name, dtype, kwargs, steps_grads, w0, ctx=None):
     """The weight (and the optimizer's states) after stepping through the gradients."""
     opt = mx.optimizer.create(name, **kwargs)
-    w = mx.nd.array(w0, dtype=dtype)
+    w = mx.nd.array(w0, dtype=dtype, ctx=ctx)
     state = opt.create_state_multi_precision(0, w)
     for g in steps_grads:
-        opt.update_multi_precision(0, w, mx.nd.array(g, dtype=dtype), state)
+        opt.update_multi_precision(0, w, mx.nd.array(g, dtype=dtype, ctx=ctx), state)
     flat = [s.asnumpy() for s in _arrays(state)]
     return [w.asnumpy()] + flat
 
@@ -69,6 +73,19 @@ CASES = [
     ("nag", dict(learning_rate=0.05, momentum=0.9, wd=1e-3)),
     ("nag", dict(learning_rate=0.05, wd=1e-3, clip_gradient=1.0)),    # sgd_step's form
 ]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name,kwargs", CASES)
+@needs_gpu
+def test_an_optimizer_on_a_real_gpu_gives_the_host_bits(dtype, name, kwargs):
+    # the one line left for a GPU: kernels_for(cupy) and CuPy's launches of update.cu
+    w0, grads = params(dtype)
+    on_gpu = train(name, dtype, kwargs, grads, w0, ctx=mx.gpu(0))
+    on_host = train(name, dtype, kwargs, grads, w0, ctx=mx.cpu())
+    assert "update" in gpu.kernels().backend._modules      # the kernels ran, not CuPy lines
+    for d, h in zip(on_gpu, on_host):
+        np.testing.assert_array_equal(d.view(np.uint8), h.view(np.uint8))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -5,8 +5,8 @@ must be the host path's, and each key must reuse its buffers round after round.
 
 Only the dispatch is redirected in the workers (staging.on_device says yes to NumPy
 arrays, gpu.kernels() gives the CPU build, the copier keeps its buffers in NumPy arrays);
-everything after it is the code a GPU worker runs. CUDA's streams and pinned memory are
-left to tests/gpu.
+everything after it is the code a GPU worker runs. Where there is a GPU, the same job
+also runs on mx.gpu(0) arrays without any redirection.
 """
 import os
 import shutil
@@ -23,16 +23,18 @@ import cuda_on_cpu
 from minigluon.kvstore import staging
 from minigluon_ext import gpu
 
-kernels = gpu.Kernels(cuda_on_cpu.CpuBackend())
 copiers = []
+if REDIRECT:
+    kernels = gpu.Kernels(cuda_on_cpu.CpuBackend())
 
-def make_copier():
-    copiers.append(cuda_on_cpu.CpuCopier())
-    return copiers[-1]
+    def make_copier():
+        copiers.append(cuda_on_cpu.CpuCopier())
+        return copiers[-1]
 
-staging.on_device = lambda data: True          # the dispatch lines, redirected
-staging.CudaCopier = make_copier
-gpu.kernels = lambda: kernels
+    staging.on_device = lambda data: True          # the dispatch lines, redirected
+    staging.CudaCopier = make_copier
+    gpu.kernels = lambda: kernels
+CTX = mx.cpu() if REDIRECT else mx.gpu(0)
 
 T = 0.5
 SPECS = {3: ((3, 5), np.float32), 'big': ((40000,), np.float32), 'h': ((37,), np.float16)}
@@ -58,8 +60,9 @@ residuals = {(k, w): np.zeros(SPECS[k][0], np.float32 if SPECS[k][1] == np.float
                               else SPECS[k][1]) for k in KEYS for w in range(W)}
 for t in range(3):
     for kv in (plain, comp):
-        kv.push(KEYS, [nd.array(grad(k, r, t), dtype=SPECS[k][1]) for k in KEYS])
-    outs = {id(kv): [nd.zeros(s, dtype=d) for s, d in SPECS.values()] for kv in (plain, comp)}
+        kv.push(KEYS, [nd.array(grad(k, r, t), dtype=SPECS[k][1], ctx=CTX) for k in KEYS])
+    outs = {id(kv): [nd.zeros(s, dtype=d, ctx=CTX) for s, d in SPECS.values()]
+            for kv in (plain, comp)}
     plain.pull(KEYS, out=outs[id(plain)])
     for later in [comp.pull_later(k, o) for k, o in zip(KEYS, outs[id(comp)])]:
         later.wait()
@@ -73,16 +76,33 @@ for t in range(3):
                                       err_msg=f'compressed {k} {t}')
 for k in KEYS:
     mine = comp._compressor.residual(k, np.zeros(1, SPECS[k][1]))
+    mine = mine if REDIRECT else mine.get()          # on the GPU: a CuPy array
     np.testing.assert_array_equal(mine.reshape(SPECS[k][0]), residuals[(k, r)])
 report(copiers=[dict(allocations=c.allocations, to_device=c.copies_to_device,
                      waited=c.synchronized) for c in copiers],
-       launches=sorted({k for _, k, _ in kernels.backend.launches}))
+       launches=sorted({k for _, k, _ in kernels.backend.launches}) if REDIRECT else [])
 """
+
+
+def has_gpu():
+    """True where CuPy imports and sees a CUDA device."""
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:        # no CuPy, no driver or no device: each means no GPU here
+        return False
+
+
+@pytest.mark.skipif(not has_gpu(), reason="needs a GPU")
+def test_a_dist_job_of_gpu_arrays_gives_the_host_values(tmp_path):
+    # CudaCopier, CuPy's quantize_2bit and the CPU servers decoding it, for real
+    code = f"EXT_DIR = {EXT_DIR!r}\nREDIRECT = False\n" + GPU_PATH
+    run_job(tmp_path, code, workers=2, servers=2, env={"MXNET_KVSTORE_BIGARRAY_BOUND": "40"})
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_gpu_path_of_a_dist_job_gives_the_host_values_and_reuses_its_buffers(tmp_path):
-    code = f"EXT_DIR = {EXT_DIR!r}\n" + GPU_PATH
+    code = f"EXT_DIR = {EXT_DIR!r}\nREDIRECT = True\n" + GPU_PATH
     results, _ = run_job(tmp_path, code, workers=2, servers=2,
                          env={"MXNET_KVSTORE_BIGARRAY_BOUND": "40"})
     for res in results:
