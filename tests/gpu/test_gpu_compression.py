@@ -3,9 +3,14 @@ quantize_2bit / dequantize_2bit / dequantize_2bit_add on device arrays against
 minigluon_ext.native (and the NumPy fallback) on the same values: codes, residuals and
 decoded values, for float16, float32 and float64 and sizes around a word of 16 codes.
 
-On simulated GPUs the 'device kernels' are the NumPy fallback (there is no CUDA to run),
-which checks this file's logic; on a real GPU a missing minigluon_ext.gpu, or a missing
-function of it, fails with its name."""
+On simulated GPUs (no CUDA to run) the 'device kernels' are minigluon_ext.gpu's `Kernels`
+over the same CUDA sources compiled for the CPU (tests/ext/cuda_on_cpu.py), or the NumPy
+fallback where no C++ compiler is found: that checks this file's logic. On a real GPU a
+missing minigluon_ext.gpu, or a missing function of it, fails with its name."""
+import os
+import shutil
+import sys
+
 import numpy as np
 import pytest
 
@@ -22,7 +27,7 @@ DTYPES = ("float16", "float32", "float64")
 def device_kernels():
     """(kernels module, array module) of the device side."""
     if not gpukit.real():
-        return fallback, np
+        return _sources_on_cpu(), np
     import cupy
     try:
         from minigluon_ext import gpu
@@ -33,6 +38,15 @@ def device_kernels():
     assert not missing, f"minigluon_ext.gpu lacks {missing}: the interface is that of " \
                         "minigluon_ext.native (same names and arguments, on cupy arrays)"
     return gpu, cupy
+
+
+def _sources_on_cpu():
+    if not (shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")):
+        return fallback
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "ext"))
+    from cuda_on_cpu import CpuBackend
+    from minigluon_ext import gpu
+    return gpu.Kernels(CpuBackend())
 
 
 def host_kernels():
