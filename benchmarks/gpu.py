@@ -21,6 +21,7 @@ plumbing with --steps 1).
 import argparse
 import json
 import os
+import select
 import statistics
 import subprocess
 import sys
@@ -28,6 +29,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import end_process, interleaved_rounds, paired, read_reply, report, torch_python  # noqa: E402,E501
+
+REPLY_S = 300       # the longest the torch process may take to answer (start-up or a round)
 from zoo_models import SPECS, batch_arrays  # noqa: E402
 
 # benchmark name -> (zoo_models name, batch)
@@ -135,12 +138,25 @@ class TorchSide:
         self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--torch-worker",
                                       name], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True)
-        self.info = json.loads(read_reply(self.proc))
+        try:
+            self.info = json.loads(self._reply())
+        except Exception:
+            self.close()
+            raise
+
+    def _reply(self):
+        """The worker's next line, within REPLY_S seconds (else it is killed, by its PID)."""
+        ready, _, _ = select.select([self.proc.stdout], [], [], REPLY_S)
+        if not ready:
+            self.proc.kill()
+            raise RuntimeError(f"the torch worker `{' '.join(self.proc.args)}` did not answer "
+                               f"within {REPLY_S} s; it was killed")
+        return read_reply(self.proc)
 
     def run(self, n):
         self.proc.stdin.write(f"{n}\n")
         self.proc.stdin.flush()
-        return float(read_reply(self.proc))
+        return float(self._reply())
 
     def close(self):
         end_process(self.proc)
@@ -156,9 +172,19 @@ def steps_per_round(runners, args):
     return max(2, min(500, int(args.round_s / max(per_step, 1e-6))))
 
 
+def start_torch(python, name):
+    """(TorchSide, None), or (None, why PyTorch is not measured for this model)."""
+    if not python:
+        return None, None
+    try:
+        return TorchSide(python, name), None
+    except Exception as err:      # no CUDA for torch, a crash: minigluon is still measured
+        return None, f"{type(err).__name__}: {err}"
+
+
 def bench_model(name, python, args):
     runners = {"minigluon": minigluon_runner(name)}
-    torch_side = TorchSide(python, name) if python else None
+    torch_side, torch_error = start_torch(python, name)
     try:
         if torch_side:
             runners["torch"] = torch_side.run
@@ -173,6 +199,8 @@ def bench_model(name, python, args):
     out = {"batch": batch, "steps_per_round": steps,
            "minigluon_samples_s": round(statistics.median(rounds["minigluon"]), 1),
            "torch_samples_s": None, "ratio": None, "won": None}
+    if torch_error:
+        out["torch_error"] = torch_error
     if torch_side:
         ratio, won = paired(rounds, "minigluon", "torch")
         out.update(torch_samples_s=round(statistics.median(rounds["torch"]), 1),
@@ -224,7 +252,12 @@ def main():
             fields["models"][name] = {"not_run": f"--budget-s {args.budget_s:g} spent "
                                                  f"({spent:.0f} s)"}
             continue
-        fields["models"][name], fields["torch"] = bench_model(name, python, args)
+        try:
+            fields["models"][name], version = bench_model(name, python, args)
+        except Exception as err:    # one model's failure keeps the others' figures
+            fields["models"][name] = {"error": f"{type(err).__name__}: {err}"}
+            continue
+        fields["torch"] = fields["torch"] or version
     if torch_reason:
         fields["torch_skipped"] = torch_reason
     report(fields)

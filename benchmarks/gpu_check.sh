@@ -109,10 +109,11 @@ if "skipped" in result:
     sys.exit(f"  skipped: {result['skipped']}")
 print(f"  device {result['device']}, torch {result['torch']}, {result['rounds']} rounds")
 for name, m in result["models"].items():
-    if "not_run" in m:
-        print(f"  {name}: not run, {m['not_run']}")
+    if "not_run" in m or "error" in m:
+        print(f"  {name}: {m.get('error') or 'not run, ' + m['not_run']}")
         continue
     print(f"  {name} batch {m['batch']}: minigluon {m['minigluon_samples_s']} samples/s, "
-          f"torch {m['torch_samples_s']}, ratio {m['ratio']} (won {m['won']})")
+          f"torch {m['torch_samples_s']}, ratio {m['ratio']} (won {m['won']})"
+          + (f"; torch failed: {m['torch_error']}" if "torch_error" in m else ""))
 PY
 say "gpu_check: done in $(elapsed)"

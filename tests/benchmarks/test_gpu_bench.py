@@ -44,10 +44,15 @@ def test_simulated_gpu_prints_one_json_line_per_model():
 
 
 @pytest.mark.timeout(DEADLINE + 30)
-def test_spent_budget_reports_the_models_left_as_not_run():
+def test_a_failing_torch_side_and_a_spent_budget_are_reported():
+    """PyTorch that does not start: minigluon is still measured and the error kept; once
+    --budget-s is spent, the models left are named as not run (the first always runs)."""
     out = run_bench({"MINIGLUON_SIMULATED_GPUS": "1"}, "--models", "lenet,resnet18",
-                    "--steps", "1", "--rounds", "1", "--warmup", "1", "--budget-s", "1e-9")
-    assert out["models"]["lenet"]["minigluon_samples_s"] > 0
+                    "--steps", "1", "--rounds", "1", "--warmup", "1", "--budget-s", "1e-9",
+                    "--torch-python", "/bin/false")
+    lenet = out["models"]["lenet"]
+    assert lenet["minigluon_samples_s"] > 0 and lenet["torch_samples_s"] is None
+    assert "a benchmark worker exited; run `/bin/false " in lenet["torch_error"]
     assert out["models"]["resnet18"]["not_run"].startswith("--budget-s 1e-09 spent ("), out
 
 
