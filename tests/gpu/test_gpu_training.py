@@ -1,6 +1,8 @@
 """Training on the GPU gives what the CPU gives: a hybridized network on gpu(0) against
 the same network run imperatively on cpu(0) (outputs and gradients), and a Trainer with
 the 'device' kvstore over every GPU present against as many CPU devices. Results must live on the GPUs (gpukit.assert_on)."""
+import json
+
 import numpy as np
 import pytest
 
@@ -50,23 +52,26 @@ def forward_backward(net, ctx, x, y):
     with autograd.record():
         out = net(data)
         loss = gluon.loss.SoftmaxCrossEntropyLoss()(out, label)
+    recorded = [n["op"] for n in json.loads(autograd.get_symbol(out).tojson())["nodes"]
+                if n["op"] != "null"]
     loss.backward()
     grads = {name: p.grad(ctx) for name, p in net._collect_params_with_prefix().items()
              if p.grad_req != "null"}
-    return out, grads
+    return out, grads, recorded
 
 
 def test_hybridized_net_on_gpu_matches_imperative_cpu(init_file, gpu0):
     x, y = batches()[0]
     want_net = small_net()
     want_net.load_parameters(init_file, ctx=mx.cpu(0))
-    want_out, want_grads = forward_backward(want_net, mx.cpu(0), x, y)
+    want_out, want_grads, _ = forward_backward(want_net, mx.cpu(0), x, y)
     net = small_net()
     net.load_parameters(init_file, ctx=gpu0)
     net.hybridize()
     for _ in range(2):           # the second call runs the cached graph
-        out, grads = forward_backward(net, gpu0, x, y)
+        out, grads, recorded = forward_backward(net, gpu0, x, y)
     gpukit.sync()
+    assert recorded == ["_CachedOp"], f"not one cached graph: {recorded}"
     gpukit.assert_on(out, gpu0, "hybridized output")
     np.testing.assert_allclose(out.asnumpy(), want_out.asnumpy(), rtol=RTOL, atol=ATOL)
     for name, grad in grads.items():
