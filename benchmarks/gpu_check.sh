@@ -4,13 +4,13 @@
 #
 #   bash benchmarks/gpu_check.sh            # from the repo root; results under $OUT
 #
-# Steps, each under its own `timeout` (at most 470 s in all, kill grace included: under the
+# Steps, each under its own `timeout` (at most 475 s in all, kill grace included: under the
 # 8 minutes of the plan, so one 10-minute call fits with device time left to rerun once):
 #   1. install the carried wheels into /tmp/site                        (<= 20 s)
 #   2. build minigluon_ext in place; on failure the NumPy fallback runs  (<= 60 s)
 #   3. the device: nvidia-smi, and the versions Python sees             (<= 10 + 20 s)
-#   4. python3 -m pytest tests/gpu -rs (4 processes when pytest-xdist is there) (<= 230 s)
-#   5. python3 benchmarks/gpu.py --torch-python python3                 (<= 110 s)
+#   4. python3 -m pytest tests/gpu -rs (4 processes when pytest-xdist is there) (<= 225 s)
+#   5. python3 benchmarks/gpu.py --torch-python python3, once per model  (<= 45 + 65 s)
 # Files under $OUT (7, of the 8 that come back): summary.txt (the short answer), setup.log,
 # device.txt, tests.log, tests.xml, bench.json, bench.err.
 set -u
@@ -79,41 +79,51 @@ say "device: $(head -1 "$OUT/device.txt")"
 grep -E "MISSING|num_gpus" "$OUT/device.txt" | sed 's/^/  /' | tee -a "$SUMMARY"
 
 # 4. tests/gpu (verbose, so that a run cut short still shows which tests ran)
-parallel=()
-"$PY" -c "import xdist" 2>/dev/null && parallel=(-n 4)
-timeout -k 10 230 "$PY" -m pytest tests/gpu -v -rfEs -p no:cacheprovider -o addopts="" \
-    --timeout 120 --durations 15 ${parallel[@]+"${parallel[@]}"} --junitxml "$OUT/tests.xml" \
+# (plugins the image has, each used only when it imports: an unknown flag stops pytest)
+extra=()
+"$PY" -c "import xdist" 2>/dev/null && extra+=(-n 4)
+"$PY" -c "import pytest_timeout" 2>/dev/null && extra+=(--timeout 120)
+timeout -k 10 225 "$PY" -m pytest tests/gpu -v -rfEs -p no:cacheprovider -o addopts="" \
+    --durations 15 ${extra[@]+"${extra[@]}"} --junitxml "$OUT/tests.xml" \
     > "$OUT/tests.log" 2>&1
 code=$?
 # one verbose line per test: 'tests/...::name PASSED', or '[gw2] ... PASSED tests/...'
 counts=$(grep -E '^(tests/|\[gw[0-9]+\])' "$OUT/tests.log" \
          | grep -oE '\b(PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\b' | sort | uniq -c \
          | awk '{printf "%s %s, ", $1, tolower($2)}')
-say "tests/gpu: exit $code$([ $code -eq 124 ] && echo ' (TIMED OUT at 230 s)'): ${counts:-no results}$(elapsed)"
+say "tests/gpu: exit $code$([ $code -eq 124 ] && echo ' (TIMED OUT at 225 s)'): ${counts:-no results}$(elapsed)"
 grep -E "^(FAILED|ERROR) " "$OUT/tests.log" | head -25 | sed 's/^/  /' | tee -a "$SUMMARY"
 grep -E "^SKIPPED" "$OUT/tests.log" | head -5 | sed 's/^/  /' | tee -a "$SUMMARY"
 tail -1 "$OUT/tests.log" | sed 's/^/  /' | tee -a "$SUMMARY"
 
-# 5. the benchmark, PyTorch on the same GPU
-timeout -k 10 110 "$PY" benchmarks/gpu.py --torch-python "$PY" --budget-s 60 > "$OUT/bench.json" \
-    2> "$OUT/bench.err"
+# 5. the benchmark, PyTorch on the same GPU: one run per model, so that a slow ResNet-18
+# cannot take LeNet's figures with it (each run prints its JSON line into bench.json)
+: > "$OUT/bench.json"
+: > "$OUT/bench.err"
+timeout -k 10 45 "$PY" benchmarks/gpu.py --torch-python "$PY" --models lenet --round-s 1 \
+    >> "$OUT/bench.json" 2>> "$OUT/bench.err"
 code=$?
-say "benchmark: exit $code$([ $code -eq 124 ] && echo ' (TIMED OUT at 110 s)'), $(elapsed)"
+say "benchmark lenet: exit $code$([ $code -eq 124 ] && echo ' (TIMED OUT at 45 s)'), $(elapsed)"
+timeout -k 10 65 "$PY" benchmarks/gpu.py --torch-python "$PY" --models resnet18 --round-s 1 \
+    >> "$OUT/bench.json" 2>> "$OUT/bench.err"
+code=$?
+say "benchmark resnet18: exit $code$([ $code -eq 124 ] && echo ' (TIMED OUT at 65 s)'), $(elapsed)"
 "$PY" - "$OUT/bench.json" <<'PY' 2>&1 | tee -a "$SUMMARY"
 import json, sys
 lines = [l for l in open(sys.argv[1]) if l.startswith("{")]
 if not lines:
     sys.exit("  no JSON line: see bench.err")
-result = json.loads(lines[-1])
-if "skipped" in result:
-    sys.exit(f"  skipped: {result['skipped']}")
-print(f"  device {result['device']}, torch {result['torch']}, {result['rounds']} rounds")
-for name, m in result["models"].items():
-    if "not_run" in m or "error" in m:
-        print(f"  {name}: {m.get('error') or 'not run, ' + m['not_run']}")
+for result in map(json.loads, lines):
+    if "skipped" in result:
+        print(f"  skipped: {result['skipped']}")
         continue
-    print(f"  {name} batch {m['batch']}: minigluon {m['minigluon_samples_s']} samples/s, "
-          f"torch {m['torch_samples_s']}, ratio {m['ratio']} (won {m['won']})"
-          + (f"; torch failed: {m['torch_error']}" if "torch_error" in m else ""))
+    print(f"  device {result['device']}, torch {result['torch']}, {result['rounds']} rounds")
+    for name, m in result["models"].items():
+        if "not_run" in m or "error" in m:
+            print(f"  {name}: {m.get('error') or 'not run, ' + m['not_run']}")
+            continue
+        print(f"  {name} batch {m['batch']}: minigluon {m['minigluon_samples_s']} samples/s, "
+              f"torch {m['torch_samples_s']}, ratio {m['ratio']} (won {m['won']})"
+              + (f"; torch failed: {m['torch_error']}" if "torch_error" in m else ""))
 PY
 say "gpu_check: done in $(elapsed)"

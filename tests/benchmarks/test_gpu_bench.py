@@ -81,6 +81,6 @@ def test_gpu_check_parses_names_files_that_exist_and_fits_eight_minutes():
     steps = [int(s) for s in re.findall(r"^\s*(?:if |elif )?timeout (?:-k 10 )?(\d+) ", text,
                                         re.M)]
     grace = 10 * len(re.findall(r"timeout -k 10 ", text))
-    assert len(steps) == 6, steps              # wheels, build, nvidia-smi, versions, tests, bench
+    assert len(steps) == 7, steps    # wheels, build, nvidia-smi, versions, tests, 2 benchmarks
     assert sum(steps) + grace <= 480, f"step timeouts {steps} + {grace} s exceed 8 minutes"
     assert "--torch-python" in text and "tests/gpu" in text and "summary.txt" in text
