@@ -9,7 +9,8 @@
 #   1. install the carried wheels into /tmp/site                        (<= 20 s)
 #   2. build minigluon_ext in place; on failure the NumPy fallback runs  (<= 60 s)
 #   3. the device: nvidia-smi, and the versions Python sees             (<= 10 + 20 s)
-#   4. python3 -m pytest tests/gpu -rs (4 processes when pytest-xdist is there) (<= 225 s)
+#   4. python3 -m pytest tests/gpu and the CUDA kernels' tests, tests/ext/test_cuda_*.py,
+#      which also run on a GPU where there is one (4 processes with pytest-xdist) (<= 225 s)
 #   5. python3 benchmarks/gpu.py --torch-python python3, once per model  (<= 45 + 65 s)
 # Files under $OUT (7, of the 8 that come back): summary.txt (the short answer), setup.log,
 # device.txt, tests.log, tests.xml, bench.json, bench.err.
@@ -78,20 +79,24 @@ PY
 say "device: $(head -1 "$OUT/device.txt")"
 grep -E "MISSING|num_gpus" "$OUT/device.txt" | sed 's/^/  /' | tee -a "$SUMMARY"
 
-# 4. tests/gpu (verbose, so that a run cut short still shows which tests ran)
+# 4. tests/gpu and tests/ext/test_cuda_*.py (verbose, so that a run cut short still shows
+# which tests ran)
 # (plugins the image has, each used only when it imports: an unknown flag stops pytest)
 extra=()
 "$PY" -c "import xdist" 2>/dev/null && extra+=(-n 4)
 "$PY" -c "import pytest_timeout" 2>/dev/null && extra+=(--timeout 120)
-timeout -k 10 225 "$PY" -m pytest tests/gpu -v -rfEs -p no:cacheprovider -o addopts="" \
+timeout -k 10 225 "$PY" -m pytest tests/gpu tests/ext/test_cuda_*.py -v -rfEs -p no:cacheprovider -o addopts="" \
     --durations 15 ${extra[@]+"${extra[@]}"} --junitxml "$OUT/tests.xml" \
     > "$OUT/tests.log" 2>&1
 code=$?
-# one verbose line per test: 'tests/...::name PASSED', or '[gw2] ... PASSED tests/...'
-counts=$(grep -E '^(tests/|\[gw[0-9]+\])' "$OUT/tests.log" \
-         | grep -oE '\b(PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\b' | sort | uniq -c \
-         | awk '{printf "%s %s, ", $1, tolower($2)}')
-say "tests/gpu: exit $code$([ $code -eq 124 ] && echo ' (TIMED OUT at 225 s)'): ${counts:-no results}$(elapsed)"
+say "tests: exit $code$([ $code -eq 124 ] && echo ' (TIMED OUT at 225 s)'), $(elapsed)"
+for dir in tests/gpu tests/ext; do
+    # one verbose line per test: 'tests/...::name PASSED', or '[gw2] ... PASSED tests/...'
+    counts=$(grep -E '^(tests/|\[gw[0-9]+\])' "$OUT/tests.log" | grep -F "$dir/" \
+             | grep -oE '\b(PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\b' | sort | uniq -c \
+             | awk '{s = s (NR > 1 ? ", " : "") $1 " " tolower($2)} END {printf "%s", s}')
+    say "  $dir: ${counts:-no results}"
+done
 grep -E "^(FAILED|ERROR) " "$OUT/tests.log" | head -25 | sed 's/^/  /' | tee -a "$SUMMARY"
 grep -E "^SKIPPED" "$OUT/tests.log" | head -5 | sed 's/^/  /' | tee -a "$SUMMARY"
 tail -1 "$OUT/tests.log" | sed 's/^/  /' | tee -a "$SUMMARY"
