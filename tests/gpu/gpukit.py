@@ -6,7 +6,10 @@ prove nothing about a GPU). MINIGLUON_GPU_TESTS=simulated, with MINIGLUON_SIMULA
 >= 2, runs the same tests on NumPy-backed gpu(i): it checks the tests' own logic on a
 machine without a GPU (tests/test_gpu_tests_simulated.py does so in the suite).
 """
+import contextlib
 import os
+import shutil
+import sys
 
 import numpy as np
 
@@ -85,6 +88,28 @@ def sync():
     if real():
         import cupy
         cupy.cuda.Device().synchronize()
+
+
+@contextlib.contextmanager
+def device_paths():
+    """Within: on simulated GPUs, the layer operators (Convolution, Pooling, relu,
+    BatchNorm, ...) take their device paths on NumPy arrays, through minigluon_ext.gpu's
+    Kernels over the CUDA sources compiled for the CPU (as tests/ext/kernel_backends.py
+    does); so the GPU side of a comparison runs the code a GPU runs, CuPy aside. On a real
+    GPU, or without a C++ compiler, nothing changes."""
+    if real() or not (shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")):
+        yield
+        return
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "ext"))
+    from cuda_on_cpu import CpuBackend
+    from minigluon.ndarray import device_kernels
+    from minigluon_ext import gpu
+    before = device_kernels._STAND_IN
+    device_kernels._STAND_IN = gpu.Kernels(CpuBackend())
+    try:
+        yield
+    finally:
+        device_kernels._STAND_IN = before
 
 
 def assert_on(array, ctx, what):

@@ -2,7 +2,8 @@
 and, where the operator has a gradient, autograd's input gradients for the same head
 gradients. Inputs come from opcases.py; an operator without a case, or one that fails on
 the GPU, fails its test under its own name. The one operator not run alone is listed in
-opcases.HOST_ONLY with the reason and the test that covers it."""
+opcases.HOST_ONLY with the reason and the test that covers it. On simulated GPUs the layer
+operators' device paths run on the GPU side (gpukit.device_paths)."""
 import numpy as np
 import pytest
 
@@ -83,7 +84,8 @@ def test_operator_on_gpu_matches_cpu(name, gpu0):
         pytest.fail(f"{name}: the test's inputs fail on cpu(0) too, fix opcases.py: "
                     f"{type(err).__name__}: {err}")
     try:
-        got = run(op, case, gpu0)
+        with gpukit.device_paths():
+            got = run(op, case, gpu0)
         gpukit.sync()
     except Exception as err:
         pytest.fail(f"{name} fails on {gpu0}: {type(err).__name__}: {err}")

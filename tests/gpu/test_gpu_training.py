@@ -68,8 +68,9 @@ def test_hybridized_net_on_gpu_matches_imperative_cpu(init_file, gpu0):
     net = small_net()
     net.load_parameters(init_file, ctx=gpu0)
     net.hybridize()
-    for _ in range(2):           # the second call runs the cached graph
-        out, grads, recorded = forward_backward(net, gpu0, x, y)
+    with gpukit.device_paths():
+        for _ in range(2):           # the second call runs the cached graph
+            out, grads, recorded = forward_backward(net, gpu0, x, y)
     gpukit.sync()
     assert recorded == ["_CachedOp"], f"not one cached graph: {recorded}"
     gpukit.assert_on(out, gpu0, "hybridized output")
@@ -104,7 +105,8 @@ def test_trainer_with_device_kvstore_over_every_gpu_matches_cpus(init_file):
     gpus = [mx.gpu(i) for i in range(gpukit.gpu_count())]
     cpus = [mx.cpu(i) for i in range(len(gpus))]
     cpu_net = train(cpus, init_file, "local")
-    net = train(gpus, init_file, "device")
+    with gpukit.device_paths():
+        net = train(gpus, init_file, "device")
     for ctx, cpu in zip(gpus, cpus):     # BatchNorm's running statistics are per device
         for name, p in net._collect_params_with_prefix().items():
             gpukit.assert_on(p.data(ctx), ctx, f"{name} on {ctx}")
