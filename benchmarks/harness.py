@@ -168,8 +168,9 @@ class BusyProcesses:
         self.n, self.procs = n, []
 
     def __enter__(self):
-        # a SIGTERM to the benchmark would skip __exit__ and leave the loops spinning
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        # a SIGTERM to the benchmark would skip __exit__ and leave the loops spinning; the
+        # caller's own handler comes back in __exit__ (a test process outlives this block)
+        self._previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                       for _ in range(self.n)]
         return self
@@ -180,3 +181,4 @@ class BusyProcesses:
         for proc in self.procs:
             proc.wait()
         self.procs = []
+        signal.signal(signal.SIGTERM, self._previous)
