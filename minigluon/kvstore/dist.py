@@ -68,10 +68,10 @@ from ..optimizer import Updater, get_updater
 from .base import KVStore, KVStoreError, check_same_layout
 from .compression import TwoBitCompressor
 from .messages import (BodyError, Failover, LearningRate, OptimizerBlob, ProbeToken,
-                       ResumePoint, RowIds, SegmentName, StatesBlob)
+                       ResumePoint, RowIds, SegmentName, ServerEntry, StatesBlob)
 from .modes import mode_of
 from .partition import plan
-from .postoffice import PostOffice, read_env, server_name
+from .postoffice import PostOffice, read_env, server_address, server_name
 from .reduce import reduce_sum, sum_into
 from .rowsparse import (as_row_sparse, check_row_sparse_outs, group_row_sparse_pull,
                         is_row_sparse, row_ids_of, sum_values)
@@ -119,8 +119,10 @@ class _WorkerNode:
         if config.ps_replicas():       # a lost server's requests go to its replica
             self.po.van.keep_requests = True
             self.po.notices[Cmd.FAILOVER] = self._failover
+            self.po.notices[Cmd.SERVER_BACK] = self._server_back
         self.segments = []          # shared memory this worker made (unlinked at exit)
         self.shm = self._probe_shm()
+        self.shm_probed = list(self.shm)
         self.resume = self._ask_resume(config.restart_count())
         self.stores = 0
         self.closed = False
@@ -206,6 +208,21 @@ class _WorkerNode:
         self.po.van.log.warning("server %d was lost (%s); its range is served by server %d, "
                                 "%d requests sent there again", news.lost, news.reason,
                                 news.to, moved)
+
+    def _server_back(self, msg):
+        """A lost server's replacement serves its range (handback.py): connect to it and
+        send it the requests meant for its rank that its replica had not answered."""
+        try:
+            news = ServerEntry.decode(msg.body())
+        except BodyError as err:
+            self.po.van.log.warning("ignored a SERVER_BACK from the scheduler: %s", err)
+            return
+        name = server_name(news.rank)
+        self.po.van.reconnect(name, server_address(news.as_table_entry()), self.po.identity)
+        moved = self.po.van.restore(name)
+        self.shm[news.rank] = self.shm_probed[news.rank]    # the same host as the lost one
+        self.po.van.log.warning("server %d is back (its replacement serves its range); "
+                                "%d requests sent there again", news.rank, moved)
 
     def _write_stats(self):
         """MINIGLUON_LAUNCH_STATS_DIR: leave this worker's step statistics for the launcher."""

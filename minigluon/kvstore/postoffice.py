@@ -34,7 +34,7 @@ from .steps import StepClock
 from .van import Van
 from .wire import Cmd, Message
 
-__all__ = ["ClusterEnv", "PostOffice", "read_env", "host_id"]
+__all__ = ["ClusterEnv", "PostOffice", "read_env", "host_id", "server_address", "server_name"]
 
 # `secret`: the job's MINIGLUON_PS_SECRET when it is not in the environment (embedded.py)
 ClusterEnv = namedtuple("ClusterEnv", "role root_uri root_port num_server num_worker secret",
@@ -190,8 +190,9 @@ class PostOffice:
         host = announced_host(root_ip, self.env.root_port)
         self.van.log.info("announcing %s (%s)", host, announce_source(root_ip))
         info = Registration(self.role, host, host_id(), os.getpid(), config.launch_rank(),
+                            restart=config.restart_count(),
                             **(self._bind(host) if self.role == "server" else
-                               {"sync": self.sync, "restart": config.restart_count()}))
+                               {"sync": self.sync}))
         self._info = info
         table = []
         req = self.van.request("scheduler", Message(Cmd.REGISTER, payload=[info.encode()]),
@@ -229,12 +230,8 @@ class PostOffice:
 
     def connect_servers(self):
         """Workers: open a connection to every server (ipc:// on the same host)."""
-        here = host_id()
         for entry in self.servers:
-            ipc = entry.get("ipc")
-            same_host = ipc and entry["hostid"] == here and os.path.exists(ipc[len("ipc://"):])
-            address = ipc if same_host and config.kvstore_use_ipc() else entry["tcp"]
-            self.van.connect(server_name(entry["rank"]), address, self.identity)
+            self.van.connect(server_name(entry["rank"]), server_address(entry), self.identity)
 
     def barrier(self, timeout=None):
         """Wait until every worker called barrier (the scheduler counts them)."""
@@ -311,6 +308,14 @@ class PostOffice:
                                  news.workers_left)
             return
         self.van.log.warning("ignored unexpected %r from %r", msg, source)
+
+
+def server_address(entry):
+    """Where to reach the server of node-table `entry`: its ipc:// socket on this host
+    (unless MINIGLUON_KVSTORE_IPC=0), else its TCP address."""
+    ipc = entry.get("ipc")
+    same_host = ipc and entry["hostid"] == host_id() and os.path.exists(ipc[len("ipc://"):])
+    return ipc if same_host and config.kvstore_use_ipc() else entry["tcp"]
 
 
 def server_name(rank):

@@ -55,8 +55,8 @@ from .. import config
 from ..config import ConfigError
 from .liveness import abort_payload, describe
 from .. import telemetry
-from .messages import (BodyError, Failover, NodeLost, NodeTable, Registration, Text,
-                       WorkerJoined)
+from .messages import (BodyError, Failover, NodeLost, NodeTable, Registration,
+                       ServerEntry, Text, WorkerJoined)
 from .postoffice import resolve
 from .rejoin import Rebuild
 from .replica import replica_of
@@ -161,7 +161,9 @@ class Scheduler:
         self._complaints = LogThrottle(self.van.log, "bad requests")
         self._telemetry = telemetry.Sender("nodes", telemetry.NODE_INTERVAL)
         self._handlers = {Cmd.REGISTER: self._register, Cmd.BARRIER: self._barrier_in,
-                          Cmd.FINALIZE: self._finalize, Cmd.HEARTBEAT: self._heartbeat}
+                          Cmd.FINALIZE: self._finalize, Cmd.HEARTBEAT: self._heartbeat,
+                          Cmd.HANDED_BACK: self._handed_back}
+        self._handbacks = {}             # rank -> (replacement server, when it registered)
         self._rebuild = self._start_rebuild(restarted)
 
     def _start_rebuild(self, restarted):
@@ -340,6 +342,11 @@ class Scheduler:
         rank = replica_of(node.rank, self.env.num_server)
         heir = next((n for n in self._role("server") if n.rank == rank), None)
         earlier = self._role("server", "lost")
+        if self._handbacks:
+            back = next(iter(self._handbacks))
+            self._abort(f"{reason}; server {back}'s replacement was still taking its range "
+                        "back (a loss during a handback is not survived)", node)
+            return
         if heir is None or heir.state != "up" or earlier:
             gone = earlier[0] if earlier else heir
             self._abort(f"{reason}; its range's copy is lost too ({gone} was lost "
@@ -431,6 +438,9 @@ class Scheduler:
             self._fresh_during_rebuild(info)
         if role == "worker" and info.restart:
             self._replace(identity, msg, info)
+            return
+        if role == "server" and info.restart:
+            self._replace_server(identity, msg, info)
             return
         expected = self.env.num_worker if role == "worker" else self.env.num_server
         if identity in self._nodes:
@@ -533,6 +543,59 @@ class Scheduler:
                           self._server_table(), self.token, None)
         self.van.reply(identity, Message(Cmd.BYTES, req=node.req, payload=[table.encode()]))
 
+    def _replace_server(self, identity, msg, info):
+        """A restarted server takes back the range of the lost one it replaces: the servers
+        are told where it listens (SERVER_JOINED); its range's holder copies it there and
+        reports the handback (HANDED_BACK, handback.py)."""
+        if not (self._max_restarts and self._replicas):
+            raise ValueError(f"a server registered as restart {info.restart} "
+                             "(MINIGLUON_RESTART_COUNT), but this job takes no replacement "
+                             "servers; they need minigluon-launch --max-restarts N and "
+                             "MINIGLUON_PS_REPLICAS=1")
+        old = next((n for n in self._role("server") if n.rank is not None
+                    and n.rank == info.rank_hint and n.state in ("up", "lost")), None)
+        if old is None or not self._ranked:
+            raise ValueError(f"a restarted server claims MINIGLUON_LAUNCH_RANK="
+                             f"{info.rank_hint!r}, which names no server of this job; give "
+                             "it the rank of the server it replaces")
+        if old.state == "up":       # the launcher saw it die before its heartbeats stopped
+            self._lost(old, f"its replacement (pid {info.pid}) registered: the launcher "
+                            "saw it exit")
+            if self._status is not None:
+                return
+        del self._nodes[old.identity]
+        node = self._nodes[identity] = _Node(identity, msg.req, info)
+        node.rank = old.rank
+        self._handbacks[node.rank] = (node, time.monotonic())
+        self.van.log.warning("server %d restarted (restart %d): pid %s replaces %s; server "
+                             "%d copies its range back to it", node.rank, info.restart,
+                             info.pid, old, replica_of(node.rank, self.env.num_server))
+        table = NodeTable(node.rank, self.env.num_worker, self.env.num_server,
+                          self._server_table(), self.token, self._worker_identities())
+        self.van.reply(identity, Message(Cmd.BYTES, req=node.req, payload=[table.encode()]))
+        news = ServerEntry(node.rank, info.tcp, info.ipc, info.hostid).encode()
+        for server in self._role("server", "up"):
+            if server is not node:
+                self.van.reply(server.identity, Message(Cmd.SERVER_JOINED, payload=[news]))
+
+    def _handed_back(self, identity, msg):
+        """A server gave a replacement its range back: the workers send it its requests."""
+        node, since = self._handbacks.pop(msg.key, (None, None))
+        if node is None:
+            raise ValueError(f"HANDED_BACK of server {msg.key!r}, whose range is not being "
+                             "handed back")
+        news = ServerEntry(node.rank, node.info.tcp, node.info.ipc, node.info.hostid).encode()
+        for worker in self._role("worker", "up"):
+            self.van.reply(worker.identity, Message(Cmd.SERVER_BACK, payload=[news]))
+        self._ack(identity, msg.req)
+        self.van.log.warning("server %d serves its range again, %.2f s after its "
+                             "replacement registered; the chain is whole again", node.rank,
+                             time.monotonic() - since)
+
+    def _worker_identities(self):
+        workers = sorted(self._role("worker"), key=lambda n: n.rank)
+        return tuple(w.identity.decode("utf-8", "replace") for w in workers)
+
     def _server_table(self):
         servers = sorted(self._role("server"), key=lambda n: n.rank)
         return tuple({"rank": n.rank, "tcp": n.info.tcp, "ipc": n.info.ipc,
@@ -547,7 +610,7 @@ class Scheduler:
         self._ranked = True
         self._async = all(n.info.sync is False for n in workers)
         server_table = self._server_table()
-        identities = tuple(w.identity.decode("utf-8", "replace") for w in workers)
+        identities = self._worker_identities()
         for node in workers + servers:
             table = NodeTable(node.rank, self.env.num_worker, self.env.num_server, server_table,
                               self.token, identities if node.role == "server" else None)
