@@ -45,7 +45,8 @@ own round, and the servers merge each key as if it came alone.
 With MINIGLUON_PS_REPLICAS=1 (docs/replicas.md) a worker keeps each request to a server
 until its reply, and when the scheduler says a server was lost (FAILOVER) sends its
 requests to the server that holds the copy of its range from then on, the unanswered
-ones again; a payload of 64 KiB and more that is the caller's memory is copied first (a
+ones again, until the scheduler says the lost server's replacement serves it (SERVER_BACK:
+connect to it, send it the unanswered ones meant for it); a payload of 64 KiB and more that is the caller's memory is copied first (a
 dist_sync push is acknowledged only once its whole round is copied).
 
 PS_RESEND=1 sends unanswered requests again (van.py, resender.py); a request's payload of
@@ -190,9 +191,10 @@ class _WorkerNode:
         step = min((p.low for p in held), default=0)
         resume = ResumeState(step, restarts, any(p.high > step for p in held))
         self.po.clock.resume(step)
+        barriers = self.po.resumed(step)
         note = " (the lost process had pushed part of the next)" if resume.partial else ""
-        self.po.van.log.warning("restart %d of this rank: resuming after step %d%s",
-                                restarts, step, note)
+        self.po.van.log.warning("restart %d of this rank: resuming after step %d%s, %d "
+                                "barriers passed", restarts, step, note, barriers)
         return resume
 
     def _failover(self, msg):

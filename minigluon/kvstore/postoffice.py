@@ -169,6 +169,7 @@ class PostOffice:
         self.failed = False               # a lost job was reported to the caller
         self.barriers = 0                 # workers: barriers passed (a restarted scheduler
                                           # is told, to answer the passed ones again)
+        self.replaying = False            # a replacement that resumed after a step > 0
         self._info = None                 # this node's Registration
         self._rejoins_seen = 0            # the heartbeat's rejoins this thread acted on
         if config.max_restarts():
@@ -235,10 +236,25 @@ class PostOffice:
 
     def barrier(self, timeout=None):
         """Wait until every worker called barrier (the scheduler counts them)."""
-        req = self.van.request("scheduler", Message(Cmd.BARRIER),
+        step = self.clock.barrier_step()
+        req = self.van.request("scheduler", Message(Cmd.BARRIER, version=step),
                                f"barrier (waiting for all {self.num_workers} workers)")
         self.van.wait([req], timeout=timeout)
-        self.barriers += 1
+        if step or not self.replaying:       # (a replayed one was counted at `resumed`)
+            self.barriers += 1
+
+    def resumed(self, step):
+        """A replacement worker tells the scheduler that it resumes after `step` and
+        learns how many barriers its rank has passed there (a barrier the others wait in
+        that its script called before that step's end counts as passed); that count. The
+        barriers its script calls before training are answered at once from then on."""
+        got = []
+        req = self.van.request("scheduler", Message(Cmd.RESUMED, version=step),
+                               "the barriers this rank passed (restart)",
+                               on_reply=lambda msg: got.append(msg.version))
+        self.van.wait([req])
+        self.barriers, self.replaying = got[0], step > 0
+        return self.barriers
 
     def finalize(self, timeout=None):
         """Tell the scheduler this worker is done (with its step count), then close the

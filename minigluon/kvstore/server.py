@@ -36,7 +36,11 @@ server's own dense key slices (an init, a merged round, a dist_async push, the o
 goes to the next server first; the pushes, pulls and inits it concerns are answered once
 that server acknowledged it (`_round_safe`: `safe` is the last round that may be
 answered). This server holds the copy of the previous server's range and, once that one
-is lost, serves it: `_find` looks a request's slice up among the copies too.
+is lost, serves it: `_find` looks a request's slice up among the copies too. Every key a
+replicated server serves, its own or an adopted one, answers its pushes once its round
+went to where it is copied (if anywhere). With restarts, a lost server's replacement
+takes its range back (handback.py: SERVER_JOINED from the scheduler; requests for a
+range handed back are parked).
 """
 import functools
 import os

@@ -86,6 +86,8 @@ class Cmd(enum.IntEnum):
     PULL_MANY = 31     # the pulls of several keys of one server; reply VALUES
     REPLICATE = 32     # server -> its replica server: one change of its range; payload:
                        # ReplicaOp, then the op's values or blob (replica.py); reply ACK
+    RESUMED = 25       # a replacement worker -> the scheduler: it resumes after step
+                       # `version`; reply ACK, version = the barriers its rank passed
     # scheduler -> nodes (numbered here: 0-9 are taken)
     FAILOVER = 26      # a lost server's range is served by its replica; payload: Failover
                        # (messages.py)
@@ -125,6 +127,7 @@ _PAYLOAD = {
     Cmd.RESUME: _NONE, Cmd.REJOIN: _NONE, Cmd.PUSH_MANY: _BUCKET, Cmd.PULL_MANY: _BUCKET,
     Cmd.VALUES: _BUCKET, Cmd.FAILOVER: _BYTES, Cmd.REPLICATE: "replica",
     Cmd.SERVER_JOINED: _BYTES, Cmd.SERVER_BACK: _BYTES, Cmd.HANDED_BACK: _NONE,
+    Cmd.RESUMED: _NONE,
 }
 # what a bucket's one-key messages are; bucket messages allow none of these flags
 _ONE_KEY = {Cmd.PUSH_MANY: Cmd.PUSH, Cmd.PULL_MANY: Cmd.PULL, Cmd.VALUES: Cmd.VALUE}
