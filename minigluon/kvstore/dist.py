@@ -122,8 +122,8 @@ class _WorkerNode:
             self.po.notices[Cmd.FAILOVER] = self._failover
             self.po.notices[Cmd.SERVER_BACK] = self._server_back
         self.segments = []          # shared memory this worker made (unlinked at exit)
+        self.named = {}             # segment name -> Segment
         self.shm = self._probe_shm()
-        self.shm_probed = list(self.shm)
         self.resume = self._ask_resume(config.restart_count())
         self.stores = 0
         self.closed = False
@@ -205,8 +205,9 @@ class _WorkerNode:
         except BodyError as err:
             self.po.van.log.warning("ignored a FAILOVER from the scheduler: %s", err)
             return
-        moved = self.po.van.reroute(server_name(news.lost), server_name(news.to))
-        self.shm[news.lost] = self.shm[news.to]
+        moved = self.po.van.reroute(server_name(news.lost), server_name(news.to),
+                                    self._unshared)
+        self.shm[news.lost] = False     # the lost one's segments are mapped nowhere else
         self.po.van.log.warning("server %d was lost (%s); its range is served by server %d, "
                                 "%d requests sent there again", news.lost, news.reason,
                                 news.to, moved)
@@ -221,8 +222,7 @@ class _WorkerNode:
             return
         name = server_name(news.rank)
         self.po.van.reconnect(name, server_address(news.as_table_entry()), self.po.identity)
-        moved = self.po.van.restore(name)
-        self.shm[news.rank] = self.shm_probed[news.rank]    # the same host as the lost one
+        moved = self.po.van.restore(name, self._unshared)
         self.po.van.log.warning("server %d is back (its replacement serves its range); "
                                 "%d requests sent there again", news.rank, moved)
 
@@ -239,7 +239,20 @@ class _WorkerNode:
         """A shared-memory segment for this worker's pushes or pulls."""
         seg = Segment.create(nbytes)
         self.segments.append(seg)
+        self.named[seg.name] = seg
         return seg
+
+    def _unshared(self, msg):
+        """A request sent again to another server process, its values in the message
+        instead of this worker's shared memory: a segment's name is removed once the
+        first server mapped it, so no other process can map it (docs/replicas.md)."""
+        if not msg.flags & Flag.SHM:
+            return msg
+        seg = self.named[SegmentName.decode(bytes(msg.payload[0])).name]
+        msg.flags &= ~Flag.SHM
+        msg.payload = [seg.view(msg.dtype, msg.length).copy()] if msg.cmd == Cmd.PUSH \
+            else []
+        return msg
 
     def shutdown(self):
         """Finalize with the scheduler (the job ends when all workers did) and reap the

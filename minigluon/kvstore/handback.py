@@ -39,7 +39,7 @@ import numpy as np
 from ..optimizer import get_updater
 from . import safe_pickle
 from .base import KVStoreError
-from .messages import ReplicaOp, ServerEntry
+from .messages import BodyError, ReplicaOp, ServerEntry
 from .postoffice import server_address
 from .wire import Cmd, Message
 
@@ -175,8 +175,11 @@ class Handback:
     def _owner_of(self, msg):
         if msg.cmd in _STORE_CMDS:
             return msg.key if isinstance(msg.key, int) else None
-        parts = msg.bucket() if msg.cmd in (Cmd.PUSH_MANY, Cmd.PULL_MANY) else \
-            [msg] if msg.cmd in _KEY_CMDS else []
+        try:
+            parts = msg.bucket() if msg.cmd in (Cmd.PUSH_MANY, Cmd.PULL_MANY) else \
+                [msg] if msg.cmd in _KEY_CMDS else []
+        except BodyError:           # a malformed bucket: its handler refuses it
+            return None
         for part in parts:
             state = self.replication.copies.get((msg.store, part.key, part.offset))
             if state is not None and state.owner in self.returned:

@@ -351,23 +351,25 @@ class Van:
             self._send(self._peers[peer][0], pending.frames, None)
         return len(again)
 
-    def reroute(self, old, new):
+    def reroute(self, old, new, rewrite=None):
         """Send the requests of peer `old` to peer `new` from now on, and send `new` again
         each request `old` has not answered (`keep_requests` must have been on since they
-        were made). A waiter's handles stay valid: the records move. The count moved."""
+        were made), as `rewrite(msg)` makes it if given. A waiter's handles stay valid:
+        the records move. The count moved."""
         self._alias[old] = new
         self._alias.update({k: new for k, v in self._alias.items() if v == old})
-        return self._move([p for h, p in self._pending.items() if h[0] == old], new)
+        return self._move([p for h, p in self._pending.items() if h[0] == old], new,
+                          rewrite)
 
-    def restore(self, peer):
+    def restore(self, peer, rewrite=None):
         """`peer` is back (connected anew, `reconnect`): send its requests to it again from
         now on, and send it each request meant for it that the peer standing in for it
-        has not answered. The count moved."""
+        has not answered (as `rewrite(msg)` makes it). The count moved."""
         self._alias.pop(peer, None)
         return self._move([p for h, p in self._pending.items()
-                           if p.meant == peer and h[0] != peer], peer)
+                           if p.meant == peer and h[0] != peer], peer, rewrite)
 
-    def _move(self, moved, new):
+    def _move(self, moved, new, rewrite=None):
         for pending in moved:
             old_handle = pending.handle
             del self._pending[old_handle]
@@ -376,6 +378,8 @@ class Van:
             if pending.msg is None:
                 raise KVStoreError(f"{self.label} cannot send {pending.what} to {new} in "
                                    f"place of {old_handle[0]}: its message was not kept")
+            if rewrite is not None:
+                pending.msg = rewrite(pending.msg)
             self._moved[old_handle] = self._send_request(new, pending.msg, pending)
         return len(moved)
 

@@ -103,3 +103,47 @@ def test_two_servers_lost_one_after_the_other_end_bit_identical(tmp_path, fault_
         with np.load(tmp_path / f"params-{rank}.npz") as got:
             for name, want in fault_free.items():
                 assert np.array_equal(want, got[name]), (name, rank, run.text())
+
+
+BIG_KEYS = r"""
+import sys, time
+import numpy as np
+import minigluon as mx
+from minigluon import nd
+out, steps, shape = sys.argv[1], 20, (128, 256)       # 128 KiB: pushed in shared memory
+kv = mx.kv.create('dist_sync')
+keys = list(range(4))
+kv.init(keys, [nd.zeros(shape) for _ in keys])
+kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.01))
+outs = [nd.zeros(shape) for _ in keys]
+for t in range(1, steps + 1):
+    kv.push(keys, [nd.ones(shape) * ((kv.rank + 1) * t) for _ in keys])
+    kv.pull(keys, out=outs)
+    print(f"STEP {t} {time.monotonic():.6f} {float(outs[0].asnumpy()[0, 0]):.6f}", flush=True)
+    time.sleep(0.2)
+np.save(f"{out}/big-{kv.rank}.npy", np.stack([o.asnumpy() for o in outs]))
+"""
+
+
+@pytest.mark.timeout(180)
+def test_big_keys_in_shared_memory_survive_the_failover_and_the_handback(tmp_path):
+    """Pushes and pulls of 64 KiB and more go through the worker's shared memory, whose
+    names only the server that first mapped them knew: the requests the workers send again
+    to the replica, then to the replacement, carry their values instead."""
+    (tmp_path / "pids").mkdir()
+    (tmp_path / "big.py").write_text(BIG_KEYS)
+    run = Launch(["--max-restarts", 1, "-n", 2, "-s", 2, PY, tmp_path / "big.py", tmp_path],
+                 tmp_path, tmp_path / "pids",
+                 clean_env(MINIGLUON_PS_REPLICAS="1", **HEARTBEAT))
+    try:
+        kill_server(run, 1, 4, 0)
+        run.wait_until(lambda: BACK in run.err, 90, "the handback")
+        code = run.wait(120)
+        run.assert_nothing_left()
+    finally:
+        run.kill()
+    assert code == 0 and "took its range back from server 0" in run.err, run.text()
+    want = -0.01 * 3 * sum(range(1, 21))        # every push of both workers applied once
+    for rank in (0, 1):
+        got = np.load(tmp_path / f"big-{rank}.npy")
+        assert np.allclose(got, want, rtol=1e-5), (rank, got.min(), got.max(), want)
