@@ -124,6 +124,7 @@ class _WorkerNode:
         self.segments = []          # shared memory this worker made (unlinked at exit)
         self.named = {}             # segment name -> Segment
         self.shm = self._probe_shm()
+        self.shm_probed = list(self.shm)    # a replacement server runs on the same host
         self.resume = self._ask_resume(config.restart_count())
         self.stores = 0
         self.closed = False
@@ -223,6 +224,9 @@ class _WorkerNode:
         name = server_name(news.rank)
         self.po.van.reconnect(name, server_address(news.as_table_entry()), self.po.identity)
         moved = self.po.van.restore(name, self._unshared)
+        for seg in self.segments:            # the replacement maps new ones (same host)
+            seg.stale = seg.stale or seg.server == news.rank
+        self.shm[news.rank] = self.shm_probed[news.rank]
         self.po.van.log.warning("server %d is back (its replacement serves its range); "
                                 "%d requests sent there again", news.rank, moved)
 
@@ -580,12 +584,13 @@ class KVStoreDist(KVStore):
     def _segment(self, info, kind, part):
         """The key part's push or pull segment, free to write."""
         seg = info.segments.get((kind, part))
-        if seg is None:
-            n = info.parts[part][2]
+        if seg is not None and seg.req is not None:
+            self._van.wait([seg.req])        # the server still reads the last push
+        if seg is None or seg.stale:         # (a replacement never mapped a stale one)
+            server, _, n = info.parts[part]
             seg = info.segments[(kind, part)] = self._node.new_segment(
                 n * np.dtype(info.dtype).itemsize)
-        elif seg.req is not None:
-            self._van.wait([seg.req])        # the server still reads the last push
+            seg.server = server
         return seg
 
     def _reduce(self, info, values):
