@@ -45,7 +45,8 @@ own round, and the servers merge each key as if it came alone.
 With MINIGLUON_PS_REPLICAS=1 (docs/replicas.md) a worker keeps each request to a server
 until its reply, and when the scheduler says a server was lost (FAILOVER) sends its
 requests to the server that holds the copy of its range from then on, the unanswered
-ones again; a payload of 64 KiB and more that is the caller's memory is copied first (a
+ones again, until the scheduler says the lost server's replacement serves it (SERVER_BACK:
+connect to it, send it the unanswered ones meant for it); a payload of 64 KiB and more that is the caller's memory is copied first (a
 dist_sync push is acknowledged only once its whole round is copied).
 
 PS_RESEND=1 sends unanswered requests again (van.py, resender.py); a request's payload of
@@ -68,10 +69,10 @@ from ..optimizer import Updater, get_updater
 from .base import KVStore, KVStoreError, check_same_layout
 from .compression import TwoBitCompressor
 from .messages import (BodyError, Failover, LearningRate, OptimizerBlob, ProbeToken,
-                       ResumePoint, RowIds, SegmentName, StatesBlob)
+                       ResumePoint, RowIds, SegmentName, ServerEntry, StatesBlob)
 from .modes import mode_of
 from .partition import plan
-from .postoffice import PostOffice, read_env, server_name
+from .postoffice import PostOffice, read_env, server_address, server_name
 from .reduce import reduce_sum, sum_into
 from .rowsparse import (as_row_sparse, check_row_sparse_outs, group_row_sparse_pull,
                         is_row_sparse, row_ids_of, sum_values)
@@ -120,8 +121,11 @@ class _WorkerNode:
         if config.ps_replicas():       # a lost server's requests go to its replica
             self.po.van.keep_requests = True
             self.po.notices[Cmd.FAILOVER] = self._failover
+            self.po.notices[Cmd.SERVER_BACK] = self._server_back
         self.segments = []          # shared memory this worker made (unlinked at exit)
+        self.named = {}             # segment name -> Segment
         self.shm = self._probe_shm()
+        self.shm_probed = list(self.shm)    # a replacement server runs on the same host
         self.resume = self._ask_resume(config.restart_count())
         self.stores = 0
         self.closed = False
@@ -189,9 +193,10 @@ class _WorkerNode:
         step = min((p.low for p in held), default=0)
         resume = ResumeState(step, restarts, any(p.high > step for p in held))
         self.po.clock.resume(step)
+        barriers = self.po.resumed(step)
         note = " (the lost process had pushed part of the next)" if resume.partial else ""
-        self.po.van.log.warning("restart %d of this rank: resuming after step %d%s",
-                                restarts, step, note)
+        self.po.van.log.warning("restart %d of this rank: resuming after step %d%s, %d "
+                                "barriers passed", restarts, step, note, barriers)
         return resume
 
     def _failover(self, msg):
@@ -202,11 +207,29 @@ class _WorkerNode:
         except BodyError as err:
             self.po.van.log.warning("ignored a FAILOVER from the scheduler: %s", err)
             return
-        moved = self.po.van.reroute(server_name(news.lost), server_name(news.to))
-        self.shm[news.lost] = self.shm[news.to]
+        moved = self.po.van.reroute(server_name(news.lost), server_name(news.to),
+                                    self._unshared)
+        self.shm[news.lost] = False     # the lost one's segments are mapped nowhere else
         self.po.van.log.warning("server %d was lost (%s); its range is served by server %d, "
                                 "%d requests sent there again", news.lost, news.reason,
                                 news.to, moved)
+
+    def _server_back(self, msg):
+        """A lost server's replacement serves its range (handback.py): connect to it and
+        send it the requests meant for its rank that its replica had not answered."""
+        try:
+            news = ServerEntry.decode(msg.body())
+        except BodyError as err:
+            self.po.van.log.warning("ignored a SERVER_BACK from the scheduler: %s", err)
+            return
+        name = server_name(news.rank)
+        self.po.van.reconnect(name, server_address(news.as_table_entry()), self.po.identity)
+        moved = self.po.van.restore(name, self._unshared)
+        for seg in self.segments:            # the replacement maps new ones (same host)
+            seg.stale = seg.stale or seg.server == news.rank
+        self.shm[news.rank] = self.shm_probed[news.rank]
+        self.po.van.log.warning("server %d is back (its replacement serves its range); "
+                                "%d requests sent there again", news.rank, moved)
 
     def _write_stats(self):
         """MINIGLUON_LAUNCH_STATS_DIR: leave this worker's step statistics for the launcher."""
@@ -221,7 +244,20 @@ class _WorkerNode:
         """A shared-memory segment for this worker's pushes or pulls."""
         seg = Segment.create(nbytes)
         self.segments.append(seg)
+        self.named[seg.name] = seg
         return seg
+
+    def _unshared(self, msg):
+        """A request sent again to another server process, its values in the message
+        instead of this worker's shared memory: a segment's name is removed once the
+        first server mapped it, so no other process can map it (docs/replicas.md)."""
+        if not msg.flags & Flag.SHM:
+            return msg
+        seg = self.named[SegmentName.decode(bytes(msg.payload[0])).name]
+        msg.flags &= ~Flag.SHM
+        msg.payload = [seg.view(msg.dtype, msg.length).copy()] if msg.cmd == Cmd.PUSH \
+            else []
+        return msg
 
     def shutdown(self):
         """Finalize with the scheduler (the job ends when all workers did) and reap the
@@ -579,12 +615,13 @@ class KVStoreDist(KVStore):
     def _segment(self, info, kind, part):
         """The key part's push or pull segment, free to write."""
         seg = info.segments.get((kind, part))
-        if seg is None:
-            n = info.parts[part][2]
+        if seg is not None and seg.req is not None:
+            self._van.wait([seg.req])        # the server still reads the last push
+        if seg is None or seg.stale:         # (a replacement never mapped a stale one)
+            server, _, n = info.parts[part]
             seg = info.segments[(kind, part)] = self._node.new_segment(
                 n * np.dtype(info.dtype).itemsize)
-        elif seg.req is not None:
-            self._van.wait([seg.req])        # the server still reads the last push
+            seg.server = server
         return seg
 
     def _reduce(self, info, values):

@@ -11,7 +11,8 @@ lives in one place:
     NODE_LOST           NodeLost       JSON {lost, reason, workers_left}
     WORKER_JOINED       WorkerJoined   JSON {rank, identity, restarts}
     FAILOVER            Failover       JSON {lost, to, reason}
-    REPLICATE (frame 0) ReplicaOp      JSON {token, op, rank, step, lr}
+    SERVER_JOINED/BACK  ServerEntry    JSON {rank, tcp, ipc, hostid}
+    REPLICATE (frame 0) ReplicaOp      JSON {token, op, rank, step, lr[, owner, info]}
     BYTES to RESUME     ResumePoint    JSON {keys, low, high}
     ABORT               Abort          JSON {reason, lost} (any other text is the reason)
     SET_LR              LearningRate   one little-endian float64
@@ -42,7 +43,7 @@ import numpy as np
 from .base import KVStoreError
 
 __all__ = ["BodyError", "Registration", "NodeTable", "NodeLost", "WorkerJoined", "Failover",
-           "ReplicaOp",
+           "ServerEntry", "ReplicaOp",
            "ResumePoint", "Abort", "LearningRate",
            "OptimizerBlob", "StatesBlob", "SegmentName", "ProbeToken", "RowIds", "BucketEntry",
            "BucketTable", "Text", "BODIES", "TOKEN_BYTES"]
@@ -119,7 +120,8 @@ class Registration:
     tcp: str = None
     ipc: str = None
     sync: object = None
-    restart: int = 0          # workers: > 0 for a replacement (MINIGLUON_RESTART_COUNT)
+    restart: int = 0          # > 0 for a replacement (MINIGLUON_RESTART_COUNT): a worker,
+                              # or a server (replicas: it takes its range back)
     rejoin: dict = None       # to a restarted scheduler: the node's place and progress,
                               # {identity, rank, steps, barriers} (REJOIN_FIELDS)
 
@@ -132,8 +134,8 @@ class Registration:
             fields.update(tcp=self.tcp, ipc=self.ipc)
         else:
             fields["sync"] = self.sync
-            if self.restart:
-                fields["restart"] = self.restart
+        if self.restart:
+            fields["restart"] = self.restart
         if self.rejoin is not None:
             fields["rejoin"] = self.rejoin
         return _encode_json(fields)
@@ -149,12 +151,13 @@ class Registration:
         bad = [k for k in need if not isinstance(info.get(k), str)]
         if bad or (role == "server" and not info["tcp"].startswith("tcp://")):
             raise _fail(cls.LABEL, f"registration of a {role} lacks {bad or ['tcp']}")
+        restart = _take(cls.LABEL, info, "restart", (int,), optional=True) or 0
+        if restart < 0:
+            raise _fail(cls.LABEL, f"'restart' must be >= 0, got {restart}")
         if role == "server":
-            where = {"tcp": info["tcp"], "ipc": _take(cls.LABEL, info, "ipc", (str,), True)}
+            where = {"tcp": info["tcp"], "ipc": _take(cls.LABEL, info, "ipc", (str,), True),
+                     "restart": restart}
         else:
-            restart = _take(cls.LABEL, info, "restart", (int,), optional=True) or 0
-            if restart < 0:
-                raise _fail(cls.LABEL, f"'restart' must be >= 0, got {restart}")
             where = {"sync": info.get("sync"), "restart": restart}
         rejoin = cls._rejoin(info.get("rejoin"))
         return cls(role, info["host"], info["hostid"], info.get("pid"), info.get("rank_hint"),
@@ -305,24 +308,69 @@ class Failover:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerEntry:
+    """SERVER_JOINED (to the servers) and SERVER_BACK (to the workers): server `rank`'s
+    replacement listens at `tcp` (and `ipc` on its host `hostid`); SERVER_JOINED: it is
+    taking its range back (handback.py), SERVER_BACK: it serves it again."""
+    rank: int
+    tcp: str
+    ipc: str
+    hostid: str
+
+    LABEL = "SERVER_JOINED/SERVER_BACK"
+
+    def encode(self):
+        return _encode_json({"rank": self.rank, "tcp": self.tcp, "ipc": self.ipc,
+                             "hostid": self.hostid})
+
+    @classmethod
+    def decode(cls, body):
+        news = _json_object(cls.LABEL, body)
+        rank = _take(cls.LABEL, news, "rank", (int,))
+        if rank < 0:
+            raise _fail(cls.LABEL, f"'rank' must be >= 0, got {rank}")
+        tcp = _take(cls.LABEL, news, "tcp", (str,))
+        if not tcp.startswith("tcp://"):
+            raise _fail(cls.LABEL, f"'tcp' must be a tcp:// address, got {_short(tcp)}")
+        return cls(rank, tcp, _take(cls.LABEL, news, "ipc", (str,), optional=True),
+                   _take(cls.LABEL, news, "hostid", (str,)))
+
+    def as_table_entry(self):
+        """The server as a node table lists it."""
+        return {"rank": self.rank, "tcp": self.tcp, "ipc": self.ipc, "hostid": self.hostid}
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicaOp:
     """The first frame of a REPLICATE: which change of its range a server copies to its
     replica. `op`: 'init' (a key's first value), 'round' (a dist_sync round's merged
     gradient, or sum without an optimizer), 'push' (one dist_async push of worker `rank`,
     its `step`-th), 'optimizer', 'states' (a blob frame follows) or 'lr' (the new rate).
-    `token`: the job's, so that only a server of the job changes a replica."""
+    A replacement server gets its ranges whole (handback.py): 'key' (a key slice's value,
+    then its value of the round before if it has one; `info` holds {round, held,
+    row_sparse}), 'updater' (a store's optimizer with its states), 'handback' (the range
+    is the receiver's own from now on). `owner`: the server whose range changes (-1: the
+    sender's own). `token`: the job's, so that only a server of the job changes a replica."""
     token: bytes
     op: str
     rank: int = -1
     step: int = 0
     lr: float = 0.0
+    owner: int = -1
+    info: dict = None
 
     LABEL = "REPLICATE"
-    OPS = ("init", "round", "push", "optimizer", "states", "lr")
+    OPS = ("init", "round", "push", "optimizer", "states", "lr", "key", "updater",
+           "handback")
 
     def encode(self):
-        return _encode_json({"token": bytes(self.token).hex(), "op": self.op,
-                             "rank": self.rank, "step": self.step, "lr": self.lr})
+        fields = {"token": bytes(self.token).hex(), "op": self.op, "rank": self.rank,
+                  "step": self.step, "lr": self.lr}
+        if self.owner >= 0:
+            fields["owner"] = self.owner
+        if self.info is not None:
+            fields["info"] = self.info
+        return _encode_json(fields)
 
     @classmethod
     def decode(cls, body):
@@ -333,7 +381,28 @@ class ReplicaOp:
         token = _hex_token(cls.LABEL, _take(cls.LABEL, head, "token", (str,)))
         rank, step = (_take(cls.LABEL, head, k, (int,)) for k in ("rank", "step"))
         lr = _take(cls.LABEL, head, "lr", (int, float))
-        return cls(token, op, rank, step, float(lr))
+        owner = _take(cls.LABEL, head, "owner", (int,), optional=True)
+        info = cls._info(_take(cls.LABEL, head, "info", (dict,), optional=True))
+        return cls(token, op, rank, step, float(lr), -1 if owner is None else owner, info)
+
+    @classmethod
+    def _info(cls, info):
+        """A 'key' op's {round, held: {rank: pushes}, row_sparse}, checked."""
+        if info is None:
+            return None
+        if _take(cls.LABEL, info, "round", (int,)) < 0:
+            raise _fail(cls.LABEL, f"'round' must be >= 0, got {info['round']}")
+        held = _take(cls.LABEL, info, "held", (dict,))
+        try:
+            held = {int(r): n for r, n in held.items()}
+        except ValueError:
+            raise _fail(cls.LABEL, f"'held' must map ranks to counts, got {_short(held)}") \
+                from None
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 and r >= 0
+                   for r, n in held.items()):
+            raise _fail(cls.LABEL, f"'held' must map ranks to counts, got {_short(held)}")
+        return {"round": info["round"], "held": held,
+                "row_sparse": _take(cls.LABEL, info, "row_sparse", (bool,))}
 
 
 @dataclass(frozen=True, slots=True)
@@ -585,6 +654,7 @@ class Text:
         return cls(bytes(body).decode("utf-8", errors="replace"))
 
 
-BODIES = (Registration, NodeTable, NodeLost, WorkerJoined, Failover, ReplicaOp, ResumePoint, Abort,
+BODIES = (Registration, NodeTable, NodeLost, WorkerJoined, Failover, ServerEntry, ReplicaOp,
+          ResumePoint, Abort,
           LearningRate, OptimizerBlob, StatesBlob, SegmentName, ProbeToken, RowIds, BucketTable,
           Text)

@@ -34,7 +34,7 @@ from .steps import StepClock
 from .van import Van
 from .wire import Cmd, Message
 
-__all__ = ["ClusterEnv", "PostOffice", "read_env", "host_id"]
+__all__ = ["ClusterEnv", "PostOffice", "read_env", "host_id", "server_address", "server_name"]
 
 # `secret`: the job's MINIGLUON_PS_SECRET when it is not in the environment (embedded.py)
 ClusterEnv = namedtuple("ClusterEnv", "role root_uri root_port num_server num_worker secret",
@@ -169,6 +169,7 @@ class PostOffice:
         self.failed = False               # a lost job was reported to the caller
         self.barriers = 0                 # workers: barriers passed (a restarted scheduler
                                           # is told, to answer the passed ones again)
+        self.replaying = False            # a replacement that resumed after a step > 0
         self._info = None                 # this node's Registration
         self._rejoins_seen = 0            # the heartbeat's rejoins this thread acted on
         if config.max_restarts():
@@ -190,8 +191,9 @@ class PostOffice:
         host = announced_host(root_ip, self.env.root_port)
         self.van.log.info("announcing %s (%s)", host, announce_source(root_ip))
         info = Registration(self.role, host, host_id(), os.getpid(), config.launch_rank(),
+                            restart=config.restart_count(),
                             **(self._bind(host) if self.role == "server" else
-                               {"sync": self.sync, "restart": config.restart_count()}))
+                               {"sync": self.sync}))
         self._info = info
         table = []
         req = self.van.request("scheduler", Message(Cmd.REGISTER, payload=[info.encode()]),
@@ -229,19 +231,30 @@ class PostOffice:
 
     def connect_servers(self):
         """Workers: open a connection to every server (ipc:// on the same host)."""
-        here = host_id()
         for entry in self.servers:
-            ipc = entry.get("ipc")
-            same_host = ipc and entry["hostid"] == here and os.path.exists(ipc[len("ipc://"):])
-            address = ipc if same_host and config.kvstore_use_ipc() else entry["tcp"]
-            self.van.connect(server_name(entry["rank"]), address, self.identity)
+            self.van.connect(server_name(entry["rank"]), server_address(entry), self.identity)
 
     def barrier(self, timeout=None):
         """Wait until every worker called barrier (the scheduler counts them)."""
-        req = self.van.request("scheduler", Message(Cmd.BARRIER),
+        step = self.clock.barrier_step()
+        req = self.van.request("scheduler", Message(Cmd.BARRIER, version=step),
                                f"barrier (waiting for all {self.num_workers} workers)")
         self.van.wait([req], timeout=timeout)
-        self.barriers += 1
+        if step or not self.replaying:       # (a replayed one was counted at `resumed`)
+            self.barriers += 1
+
+    def resumed(self, step):
+        """A replacement worker tells the scheduler that it resumes after `step` and
+        learns how many barriers its rank has passed there (a barrier the others wait in
+        that its script called before that step's end counts as passed); that count. The
+        barriers its script calls before training are answered at once from then on."""
+        got = []
+        req = self.van.request("scheduler", Message(Cmd.RESUMED, version=step),
+                               "the barriers this rank passed (restart)",
+                               on_reply=lambda msg: got.append(msg.version))
+        self.van.wait([req])
+        self.barriers, self.replaying = got[0], step > 0
+        return self.barriers
 
     def finalize(self, timeout=None):
         """Tell the scheduler this worker is done (with its step count), then close the
@@ -311,6 +324,14 @@ class PostOffice:
                                  news.workers_left)
             return
         self.van.log.warning("ignored unexpected %r from %r", msg, source)
+
+
+def server_address(entry):
+    """Where to reach the server of node-table `entry`: its ipc:// socket on this host
+    (unless MINIGLUON_KVSTORE_IPC=0), else its TCP address."""
+    ipc = entry.get("ipc")
+    same_host = ipc and entry["hostid"] == host_id() and os.path.exists(ipc[len("ipc://"):])
+    return ipc if same_host and config.kvstore_use_ipc() else entry["tcp"]
 
 
 def server_name(rank):

@@ -21,6 +21,10 @@ copy and workers send it every request s had not answered (van.reroute). What th
 already holds is acknowledged and dropped: a dist_sync push of a round the copy merged,
 a dist_async push whose (rank, step) it applied. A round half-merged on the lost server
 is completed by the resent pushes. The server whose replica was s goes on without one.
+
+With restarts (minigluon-launch --max-restarts), a replacement of s takes its range back
+and becomes its predecessor's replica again (handback.py): the chain is whole again, and a
+later loss is survived too.
 """
 import functools
 import math
@@ -33,7 +37,7 @@ from . import safe_pickle
 from .base import KVStoreError
 from .messages import Failover, ReplicaOp, RowIds
 from .partition import plan
-from .postoffice import host_id
+from .postoffice import server_address
 from .server_rows import Rows, init_rows, read_rows
 from .wire import Cmd, Flag, Message
 
@@ -65,6 +69,9 @@ class Replication:
         self.copies = {}              # (store, key, offset) -> copy of a predecessor's slice
         self.updaters = {}            # (owner, store) -> the copied range's Updater
         self.adopted = set()          # ranks of lost servers whose range this one serves
+        self.heirs = {}               # owner -> peer name of the replacement that an
+                                      # adopted range is being handed back to (handback.py)
+        self.handback = None          # handback.py's Handback (set by the server)
 
     # ---- the primary side ----------------------------------------------------------------
     def start(self, po):
@@ -72,20 +79,29 @@ class Replication:
         sure there are 2 servers or more)."""
         self.replica_rank = replica_of(po.rank, po.num_servers)
         entry = next(e for e in po.servers if e["rank"] == self.replica_rank)
-        ipc = entry.get("ipc")
-        near = ipc and entry["hostid"] == host_id() and config.kvstore_use_ipc()
-        self.van.connect(_PEER, ipc if near else entry["tcp"], po.identity)
+        self.reconnect(entry)
+
+    def reconnect(self, entry):
+        """Replicate to the server of node-table `entry` (at start, or its replacement)."""
+        self.van.reconnect(_PEER, server_address(entry), self.server.po.identity)
         self.peer = _PEER
         self.van.log.info("replicating its key range to server %d", self.replica_rank)
+
+    def peer_of(self, owner):
+        """Where changes of `owner`'s range go: this server's replica for its own range
+        (owner None), the replacement it is handed back to for an adopted one; None when
+        nowhere."""
+        return self.peer if owner is None else self.heirs.get(owner)
 
     def forward(self, op, state, values, then, **fields):
         """Send the replica one change of the key slice `state` (`values`: the array the
         op carries, which nothing may write while it is sent); `then()` runs once the
         replica acknowledged it. False when this server has no replica any more (nothing
         was sent; the caller goes on as without replicas)."""
-        if self.peer is None:
+        peer = self.peer_of(state.owner)
+        if peer is None:
             return False
-        body = ReplicaOp(self.server.po.token, op, **fields).encode()
+        body = self._head(op, state.owner, **fields)
         flags, frames = state.mode.wire_flags, [values]
         if isinstance(values, Rows):        # a row_sparse key: its rows, as pushed
             flags |= Flag.ROW_SPARSE
@@ -93,23 +109,28 @@ class Replication:
         msg = Message(Cmd.REPLICATE, key=state.key, store=state.store, flags=flags,
                       dtype=state.dtype, shape=state.shape, offset=state.offset,
                       length=state.length, payload=[body] + frames)
-        return self._send(op, msg, then)
+        return self.send(op, msg, then, peer)
 
-    def forward_store(self, op, store, then, blob=None, lr=0.0):
+    def forward_store(self, op, store, then, blob=None, lr=0.0, owner=None):
         """Send the replica a change of a store's optimizer (`blob`: the pickled optimizer
-        or its states; `lr`: a new rate); False when there is no replica, as `forward`."""
-        if self.peer is None:
+        or its states; `lr`: a new rate; `owner`: an adopted range's); False when there
+        is no replica, as `forward`."""
+        peer = self.peer_of(owner)
+        if peer is None:
             return False
-        body = ReplicaOp(self.server.po.token, op, lr=lr).encode()
-        msg = Message(Cmd.REPLICATE, store=store,
-                      payload=[body] + ([blob] if blob is not None else []))
-        return self._send(op, msg, then)
+        msg = Message(Cmd.REPLICATE, store=store, payload=[self._head(op, owner, lr=lr)] +
+                      ([blob] if blob is not None else []))
+        return self.send(op, msg, then, peer)
 
-    def _send(self, op, msg, then):
+    def _head(self, op, owner, **fields):
+        return ReplicaOp(self.server.po.token, op, owner=-1 if owner is None else owner,
+                         **fields).encode()
+
+    def send(self, op, msg, then, peer):
+        """Send REPLICATE `msg` to `peer`; `then()` runs once it acknowledged it."""
         self.tickets += 1
         self.waiting[self.tickets] = then
-        self.van.request(self.peer, msg, f"replication of {op} to server "
-                         f"{self.replica_rank}",
+        self.van.request(peer, msg, f"replication of {op} to {peer}",
                          on_reply=functools.partial(self._acked, self.tickets),
                          background=True)
         return True
@@ -136,12 +157,15 @@ class Replication:
         head = ReplicaOp.decode(bytes(_frame(msg.payload[0])))
         if head.token != self.server.po.token:
             raise KVStoreError("REPLICATE from a peer that is not a server of this job")
+        owner = msg.sender if head.owner < 0 else head.owner
         if msg.sender in self.adopted:
             self.van.log.info("dropped a late %s of key %r from lost server %d: its range "
                               "is served here now", head.op, msg.key, msg.sender)
         else:
             try:
-                getattr(self, f"_take_{head.op}")(msg.sender, msg, head)
+                take = getattr(self, f"_take_{head.op}", None) or \
+                    getattr(self.handback, f"take_{head.op}")
+                take(owner, msg, head)
             except Exception as err:  # noqa: BLE001 - acknowledged all the same: the
                 self.van.log.error(   # primary goes on; its copy is the one at fault
                     "the copy of server %d's range no longer equals it: %s: %s",
@@ -170,8 +194,12 @@ class Replication:
             self.van.log.error("copy of key %r: round %d from server %d, expected %d; the "
                                "copy is no longer the primary's", msg.key, head.step,
                                owner, state.round + 1)
+        if self.server.restartable and not state.row_sparse:
+            state.prev = state.value.copy()      # as its primary keeps it (restarts)
         self._apply_copy(state, msg)
         state.round = state.safe = head.step
+        for rank in range(self.server.num_workers):   # a merged round: every rank's push
+            state.held[rank] = max(state.held.get(rank, 0), head.step)
 
     def _take_push(self, owner, msg, head):
         state = self._copy(msg)
@@ -221,6 +249,8 @@ class Replication:
         if owner in self.adopted:
             return
         self.adopted.add(owner)
+        if self.handback is not None:
+            self.handback.adopted(owner)
         mine = [s for s in self.copies.values() if s.owner == owner]
         rounds = sorted({s.round for s in mine})
         self.van.log.warning("%s; serving its range from the copy here: %d key slices "

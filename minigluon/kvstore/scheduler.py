@@ -27,8 +27,17 @@ worker neither ends the job nor is dropped: it is held `restarting` for
 MINIGLUON_RESTART_TIMEOUT s, and barriers and the end of the job wait for it. A worker that
 registers with MINIGLUON_RESTART_COUNT > 0 and the lost one's MINIGLUON_LAUNCH_RANK takes
 over that rank at once (whether or not the loss was noticed yet): the servers are told its
-identity (WORKER_JOINED) before it gets the node table, and the barriers the job already
-passed are answered at once when it calls them again. See docs/restarts.md.
+identity (WORKER_JOINED) before it gets the node table. It tells the scheduler the step
+it resumes after (RESUMED): every BARRIER carries its step count, so the scheduler knows
+which barriers the replacement's script will call again (answered at once) and which it
+has passed, counting it into an open one it will not reach. See docs/restarts.md.
+
+Replacement servers (restarts and MINIGLUON_PS_REPLICAS=1): a server that registers with
+MINIGLUON_RESTART_COUNT > 0 and a server's rank takes it over (the lost one fails over
+first if its heartbeats had not stopped yet); the other servers are told where it listens
+(SERVER_JOINED), the one that holds its range copies it back and reports it
+(HANDED_BACK), and the workers are told to send it its requests (SERVER_BACK;
+handback.py). A server lost while a handback is under way ends the job.
 
 A restarted scheduler (MINIGLUON_RESTART_COUNT > 0: minigluon-launch --max-restarts started
 it again after it died) binds the same address, retrying while the port is briefly held,
@@ -44,6 +53,7 @@ never come; the job ends with both counts instead.
 A malformed or unexpected message is logged (rate-limited) and answered with an error; the
 scheduler keeps serving.
 """
+import bisect
 import errno
 import os
 import time
@@ -55,8 +65,8 @@ from .. import config
 from ..config import ConfigError
 from .liveness import abort_payload, describe
 from .. import telemetry
-from .messages import (BodyError, Failover, NodeLost, NodeTable, Registration, Text,
-                       WorkerJoined)
+from .messages import (BodyError, Failover, NodeLost, NodeTable, Registration,
+                       ServerEntry, Text, WorkerJoined)
 from .postoffice import resolve
 from .rejoin import Rebuild
 from .replica import replica_of
@@ -76,7 +86,7 @@ class _Node:
     """What the scheduler knows of one registered node."""
 
     __slots__ = ("identity", "req", "info", "role", "rank", "seen", "probed", "steps",
-                 "state", "barriers", "deadline")
+                 "state", "barriers", "deadline", "replaying")
 
     def __init__(self, identity, req, info):
         self.identity, self.req, self.info = identity, req, info     # info: Registration
@@ -86,6 +96,8 @@ class _Node:
         self.steps = 0                   # workers: steps so far, from heartbeats and finalize
         self.state = "up"                # up | finalized | lost | restarting
         self.barriers = 0                # workers: barrier() calls so far
+        self.replaying = False           # a replacement that resumed after a step > 0: its
+                                         # barriers before training are answered at once
         self.deadline = None             # restarting: when the job stops waiting for it
 
     def lost_info(self):
@@ -161,7 +173,11 @@ class Scheduler:
         self._complaints = LogThrottle(self.van.log, "bad requests")
         self._telemetry = telemetry.Sender("nodes", telemetry.NODE_INTERVAL)
         self._handlers = {Cmd.REGISTER: self._register, Cmd.BARRIER: self._barrier_in,
-                          Cmd.FINALIZE: self._finalize, Cmd.HEARTBEAT: self._heartbeat}
+                          Cmd.FINALIZE: self._finalize, Cmd.HEARTBEAT: self._heartbeat,
+                          Cmd.HANDED_BACK: self._handed_back, Cmd.RESUMED: self._resumed}
+        self._barrier_steps = []         # the step count each released barrier was called at
+        self._open_step = 0              # the same of the barrier workers wait in now
+        self._handbacks = {}             # rank -> (replacement server, when it registered)
         self._rebuild = self._start_rebuild(restarted)
 
     def _start_rebuild(self, restarted):
@@ -340,6 +356,11 @@ class Scheduler:
         rank = replica_of(node.rank, self.env.num_server)
         heir = next((n for n in self._role("server") if n.rank == rank), None)
         earlier = self._role("server", "lost")
+        if self._handbacks:
+            back = next(iter(self._handbacks))
+            self._abort(f"{reason}; server {back}'s replacement was still taking its range "
+                        "back (a loss during a handback is not survived)", node)
+            return
         if heir is None or heir.state != "up" or earlier:
             gone = earlier[0] if earlier else heir
             self._abort(f"{reason}; its range's copy is lost too ({gone} was lost "
@@ -431,6 +452,9 @@ class Scheduler:
             self._fresh_during_rebuild(info)
         if role == "worker" and info.restart:
             self._replace(identity, msg, info)
+            return
+        if role == "server" and info.restart:
+            self._replace_server(identity, msg, info)
             return
         expected = self.env.num_worker if role == "worker" else self.env.num_server
         if identity in self._nodes:
@@ -533,6 +557,59 @@ class Scheduler:
                           self._server_table(), self.token, None)
         self.van.reply(identity, Message(Cmd.BYTES, req=node.req, payload=[table.encode()]))
 
+    def _replace_server(self, identity, msg, info):
+        """A restarted server takes back the range of the lost one it replaces: the servers
+        are told where it listens (SERVER_JOINED); its range's holder copies it there and
+        reports the handback (HANDED_BACK, handback.py)."""
+        if not (self._max_restarts and self._replicas):
+            raise ValueError(f"a server registered as restart {info.restart} "
+                             "(MINIGLUON_RESTART_COUNT), but this job takes no replacement "
+                             "servers; they need minigluon-launch --max-restarts N and "
+                             "MINIGLUON_PS_REPLICAS=1")
+        old = next((n for n in self._role("server") if n.rank is not None
+                    and n.rank == info.rank_hint and n.state in ("up", "lost")), None)
+        if old is None or not self._ranked:
+            raise ValueError(f"a restarted server claims MINIGLUON_LAUNCH_RANK="
+                             f"{info.rank_hint!r}, which names no server of this job; give "
+                             "it the rank of the server it replaces")
+        if old.state == "up":       # the launcher saw it die before its heartbeats stopped
+            self._lost(old, f"its replacement (pid {info.pid}) registered: the launcher "
+                            "saw it exit")
+            if self._status is not None:
+                return
+        del self._nodes[old.identity]
+        node = self._nodes[identity] = _Node(identity, msg.req, info)
+        node.rank = old.rank
+        self._handbacks[node.rank] = (node, time.monotonic())
+        self.van.log.warning("server %d restarted (restart %d): pid %s replaces %s; server "
+                             "%d copies its range back to it", node.rank, info.restart,
+                             info.pid, old, replica_of(node.rank, self.env.num_server))
+        table = NodeTable(node.rank, self.env.num_worker, self.env.num_server,
+                          self._server_table(), self.token, self._worker_identities())
+        self.van.reply(identity, Message(Cmd.BYTES, req=node.req, payload=[table.encode()]))
+        news = ServerEntry(node.rank, info.tcp, info.ipc, info.hostid).encode()
+        for server in self._role("server", "up"):
+            if server is not node:
+                self.van.reply(server.identity, Message(Cmd.SERVER_JOINED, payload=[news]))
+
+    def _handed_back(self, identity, msg):
+        """A server gave a replacement its range back: the workers send it its requests."""
+        node, since = self._handbacks.pop(msg.key, (None, None))
+        if node is None:
+            raise ValueError(f"HANDED_BACK of server {msg.key!r}, whose range is not being "
+                             "handed back")
+        news = ServerEntry(node.rank, node.info.tcp, node.info.ipc, node.info.hostid).encode()
+        for worker in self._role("worker", "up"):
+            self.van.reply(worker.identity, Message(Cmd.SERVER_BACK, payload=[news]))
+        self._ack(identity, msg.req)
+        self.van.log.warning("server %d serves its range again, %.2f s after its "
+                             "replacement registered; the chain is whole again", node.rank,
+                             time.monotonic() - since)
+
+    def _worker_identities(self):
+        workers = sorted(self._role("worker"), key=lambda n: n.rank)
+        return tuple(w.identity.decode("utf-8", "replace") for w in workers)
+
     def _server_table(self):
         servers = sorted(self._role("server"), key=lambda n: n.rank)
         return tuple({"rank": n.rank, "tcp": n.info.tcp, "ipc": n.info.ipc,
@@ -547,7 +624,7 @@ class Scheduler:
         self._ranked = True
         self._async = all(n.info.sync is False for n in workers)
         server_table = self._server_table()
-        identities = tuple(w.identity.decode("utf-8", "replace") for w in workers)
+        identities = self._worker_identities()
         for node in workers + servers:
             table = NodeTable(node.rank, self.env.num_worker, self.env.num_server, server_table,
                               self.token, identities if node.role == "server" else None)
@@ -579,6 +656,9 @@ class Scheduler:
 
     def _barrier_in(self, identity, msg):
         node = self._worker(identity, "barrier")
+        if node.replaying and msg.version == 0:     # a replacement's barrier before training
+            self._ack(identity, msg.req)
+            return
         node.barriers += 1
         if node.barriers <= self._barriers_done:     # a replacement replays a passed one
             self._ack(identity, msg.req)
@@ -588,7 +668,31 @@ class Scheduler:
             raise ValueError(f"worker {done[0].rank} finalized (after {done[0].steps} steps) "
                              "and will never reach this barrier; every worker must call "
                              "barrier() the same number of times")
+        self._open_step = max(self._open_step, msg.version)
         self._barrier.append((identity, msg.req))
+        self._release_barrier()
+
+    def _resumed(self, identity, msg):
+        """A replacement worker resumes after step `msg.version` > 0: it has passed the
+        barriers called at that step count or before; those its script calls before
+        training (step count 0) it calls again, and they are answered at once. If the
+        others wait in one called at a step in 1..`msg.version`, its script will not call
+        it (the lost process finished that step but did not reach the barrier): it counts
+        as arrived. The answer carries the count. (After resuming at step 0 it calls every
+        barrier again, the passed ones answered at once.)"""
+        node, step = self._worker(identity, "a resume point"), msg.version
+        node.replaying = step > 0
+        known = len(self._barrier_steps) == self._barriers_done   # a restarted scheduler
+        node.barriers = 0 if not step else bisect.bisect_right(self._barrier_steps, step) \
+            if known else self._barriers_done                     # knows the count only
+        waiting = {i for i, _ in self._barrier}
+        if step and node.barriers == self._barriers_done and waiting and \
+                identity not in waiting and 1 <= self._open_step <= step:
+            node.barriers += 1
+            self._barrier.append((identity, None))
+        self.van.log.info("%s resumes after step %d: %d barriers passed", node, step,
+                          node.barriers)
+        self.van.reply(identity, Message(Cmd.ACK, req=msg.req, version=node.barriers))
         self._release_barrier()
 
     def _release_barrier(self):
@@ -598,9 +702,12 @@ class Scheduler:
         due = self._role("worker", "up") + self._role("worker", "restarting")
         if self._barrier and all(n.identity in waiting for n in due):
             for identity, req in self._barrier:
-                self._ack(identity, req)
+                if req is not None:          # None: a replacement counted in, not waiting
+                    self._ack(identity, req)
             self._barrier = []
             self._barriers_done += 1
+            self._barrier_steps.append(self._open_step)
+            self._open_step = 0
 
     def _finalize(self, identity, msg):
         node = self._worker(identity, "finalize")
@@ -609,8 +716,8 @@ class Scheduler:
         self.van.log.info("worker %d finalized after %d steps (%d of %d)", node.rank,
                           node.steps, len(self._role("worker", "finalized")),
                           self.env.num_worker)
-        for waiter, req in self._barrier:       # they would wait for it forever
-            self._error(waiter, Message(Cmd.BARRIER, req=req),
+        for waiter, req in [w for w in self._barrier if w[1] is not None]:   # they would
+            self._error(waiter, Message(Cmd.BARRIER, req=req),                 # wait forever
                         f"barrier: worker {node.rank} finalized and will never reach it")
         self._barrier = []
         self._check_steps()

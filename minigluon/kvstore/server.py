@@ -36,7 +36,11 @@ server's own dense key slices (an init, a merged round, a dist_async push, the o
 goes to the next server first; the pushes, pulls and inits it concerns are answered once
 that server acknowledged it (`_round_safe`: `safe` is the last round that may be
 answered). This server holds the copy of the previous server's range and, once that one
-is lost, serves it: `_find` looks a request's slice up among the copies too.
+is lost, serves it: `_find` looks a request's slice up among the copies too. Every key a
+replicated server serves, its own or an adopted one, answers its pushes once its round
+went to where it is copied (if anywhere). With restarts, a lost server's replacement
+takes its range back (handback.py: SERVER_JOINED from the scheduler; requests for a
+range handed back are parked).
 """
 import functools
 import os
@@ -58,6 +62,7 @@ from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, Optimizer
 from .modes import from_wire
 from . import safe_pickle
 from .postoffice import PostOffice
+from .handback import Handback
 from .replica import Replication, snapshot
 from .server_rows import (Rows, RowsRefused, init_rows, merge_rows, read_rows, rows_as_dense,
                           take_rows, update_rows)
@@ -176,13 +181,16 @@ class KVServer:
         self._segments = {}            # name -> Segment: the workers' shared memory
         self._workers = {}             # identity -> rank of the job's workers
         self._lost = {}                # rank -> why a worker was dropped (dist_async)
-        self._restartable = config.max_restarts() > 0
+        self.restartable = config.max_restarts() > 0
         self._parked = []              # (deadline, identity, msg): before WORKER_JOINED
         self._replacements = set()     # identities of restarted workers
         self._complaints = LogThrottle(self.van.log, "refused requests")
         self._telemetry = telemetry.Sender("server", telemetry.NODE_INTERVAL)
         self.replication = Replication(self, _Key, self._apply) \
             if config.ps_replicas() else None
+        self.handback = None           # a replacement server takes its range back
+        if self.replication is not None:
+            self.handback = self.replication.handback = Handback(self, self.replication)
         self.push_bytes = self.pull_bytes = 0     # payload bytes taken and sent, shm too
 
     @property
@@ -202,6 +210,8 @@ class KVServer:
                 self._check_parent()
                 self.po.check_alive("requests (serving the workers)")
                 self._expire_parked()
+                if self.handback is not None:
+                    self.handback.expire()
                 self._telemetry.send({"push_bytes": self.push_bytes,
                                       "pull_bytes": self.pull_bytes})
             return 0
@@ -228,11 +238,19 @@ class KVServer:
                 self._worker_joined(msg)
             elif msg.cmd == Cmd.FAILOVER and self.replication is not None:
                 self._failover(msg)
+            elif msg.cmd == Cmd.SERVER_JOINED and self.handback is not None:
+                self._server_joined(msg)
             else:
                 self.van.log.warning("ignored %r from the scheduler", msg)
             return
         if msg.cmd == Cmd.REPLICATE:
             self._replicate_in(source, msg)
+            return
+        self.dispatch(source, msg)
+
+    def dispatch(self, source, msg):
+        """Handle a worker's request (or park it until it can be)."""
+        if self.handback is not None and self.handback.park(source, msg):
             return
         if self._should_park(source):
             self._parked.append((time.monotonic() + _PARK_SECONDS, source, msg))
@@ -274,9 +292,16 @@ class KVServer:
         except BodyError as err:
             self.van.log.warning("ignored a FAILOVER from the scheduler: %s", err)
 
+    def _server_joined(self, msg):
+        try:
+            self.handback.joined(msg.body())
+        except BodyError as err:
+            self.van.log.warning("ignored a SERVER_JOINED from the scheduler: %s", err)
+
     def _replicated(self, state):
-        """Whether changes of the key slice go to a replica first (an own slice)."""
-        return self.replication is not None and state.owner is None
+        """Whether changes of the key slice go to a replica first, where there is one: its
+        pushes and pulls are answered once the change was copied (replica.py)."""
+        return self.replication is not None
 
     def _find(self, store, key, offset):
         """This server's slice of a key, or the copy it serves for a lost server."""
@@ -301,7 +326,7 @@ class KVServer:
     def _should_park(self, identity):
         """A request from an unknown worker identity in a restartable job may be a
         replacement's that overtook the scheduler's WORKER_JOINED: it waits for it."""
-        return (self._restartable and identity not in self._workers
+        return (self.restartable and identity not in self._workers
                 and identity.startswith(b"worker-") and len(self._parked) < _PARK_LIMIT)
 
     def _expire_parked(self):
@@ -476,14 +501,14 @@ class KVServer:
         shared memory (the worker reuses the segment after the reply). A key of a bucket
         comes with its `state` checked and no identity (the bucket is acknowledged)."""
         state = self._state(msg, "push to") if state is None else state
-        if (self._restartable and self._repeated_push(state, msg)) or \
+        if (self.restartable and self._repeated_push(state, msg)) or \
                 (state.owner is not None and self._taken_by_copy(state, msg)):
             self._ack(identity, msg)
             return
         entry = (msg, identity, self._push_data(msg))
         self.push_bytes += _payload_bytes(entry[2])
         (self._push_sync if state.mode.sync else self._push_async)(state, entry)
-        if self._restartable or state.owner is not None:   # taken (a refused push raised)
+        if self.restartable or state.owner is not None:   # taken (a refused push raised)
             state.held[msg.sender] = msg.version
 
     def _push_async(self, state, entry):
@@ -547,7 +572,7 @@ class KVServer:
         while len(state.pushes) == self.num_workers:
             entries, state.pushes = state.pushes, []
             entries.sort(key=lambda e: e[0].sender)
-            if self._restartable and not state.row_sparse:
+            if self.restartable and not state.row_sparse:
                 state.prev = state.value.copy()      # a replacement may need it
             copied = self._apply_round(state, entries)
             state.round += 1
@@ -684,7 +709,7 @@ class KVServer:
 
     def _check_round(self, state, msg):
         """A dist_sync push of a round this worker already pushed is refused."""
-        if not state.mode.sync or (self._restartable and
+        if not state.mode.sync or (self.restartable and
                                    msg.version <= state.held.get(msg.sender, 0)):
             return                       # (a restart's repeat is dropped, not refused)
         pushed = state.pushes if msg.version == state.round + 1 else \
@@ -768,8 +793,8 @@ class KVServer:
         """Acknowledge a change of a store's optimizer once the replica has it too (a
         change of an adopted range's optimizer has no replica to go to)."""
         done = functools.partial(self._ack, identity, msg)
-        if self.replication is None or self._meant_for(msg) is not None or \
-                not self.replication.forward_store(op, msg.store, done, **fields):
+        if self.replication is None or not self.replication.forward_store(
+                op, msg.store, done, owner=self._meant_for(msg), **fields):
             done()
 
     def _meant_for(self, msg):

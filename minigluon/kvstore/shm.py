@@ -55,6 +55,8 @@ class Segment:
         self.name, self.nbytes, self.path = name, nbytes, path
         self.linked = create
         self.req = None          # the last request that used it (workers)
+        self.server = None       # workers: the server rank it carries values to
+        self.stale = False       # workers: that server was replaced; use a new segment
 
     @classmethod
     def create(cls, nbytes):

@@ -68,6 +68,12 @@ class StepClock:
         """Start counting at `count` steps (a replacement continues its rank's count)."""
         self.count = count
 
+    def barrier_step(self):
+        """The step count a barrier is called at, as the scheduler matches a replacement's
+        barriers: 0 before this process pushed anything (the barriers a script calls
+        before training, which a replacement calls again), else the count."""
+        return self.count if self._boundary is not None else 0
+
     def stats(self):
         """{steps, step_time_median_s, step_time_mean_s, step_time_max_s} (times are None
         before the second step)."""

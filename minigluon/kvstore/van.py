@@ -91,10 +91,11 @@ def node_logger(label):
 
 class _Pending:
     __slots__ = ("handle", "peer", "what", "on_reply", "background", "error", "done", "frames",
-                 "msg")
+                 "msg", "meant")
 
     def __init__(self, handle, what, on_reply, background, msg=None):
         self.handle, self.peer, self.what, self.on_reply = handle, handle[0], what, on_reply
+        self.meant = handle[0]           # the peer it was sent to before any re-routing
         self.background = background
         self.error = None
         self.done = False
@@ -155,6 +156,7 @@ class Van:
         self._identity = {}              # DEALER socket -> its routing id
         self._router = None
         self._ipc_files = []             # socket files of ipc:// binds, removed at close
+        self._closing = []               # disconnected sockets, closed after this poll
         self._last_req = {}              # peer -> the last request id sent to it
         self._pending = {}               # (peer, request id) -> _Pending
         self._alias = {}                 # peer -> the peer that now serves its requests
@@ -244,6 +246,23 @@ class Van:
         self._poller.register(sock, zmq.POLLIN)
         self.log.info("connected to %s at %s", peer, address)
 
+    def reconnect(self, peer, address, identity):
+        """Connect `peer` to a new `address` (a replacement of a lost process): the old
+        socket is closed unsent; requests to it were re-routed or abandoned before."""
+        self.disconnect(peer)
+        self.connect(peer, address, identity)
+
+    def disconnect(self, peer):
+        """Close the socket to `peer`, if any (what it still queued is dropped)."""
+        entry = self._peers.pop(peer, None)
+        if entry is None:
+            return
+        sock = entry[0]
+        self._poller.unregister(sock)
+        self._sock_peer.pop(sock, None)
+        self._identity.pop(sock, None)
+        self._closing.append(sock)       # closed after `poll`, which may be reading it
+
     def address_of(self, peer):
         return self._peers[peer][1]
 
@@ -261,7 +280,8 @@ class Van:
         self._malformed.flush()
         self._refused.flush()
         linger = 0 if self.aborted is not None else None     # nobody left to receive
-        for sock in list(self._sock_peer) + ([self._router] if self._router else []):
+        for sock in list(self._sock_peer) + self._closing + \
+                ([self._router] if self._router else []):
             sock.close(linger)
         self._ctx.term()
         for path in self._ipc_files:       # zmq leaves the socket file behind
@@ -299,13 +319,12 @@ class Van:
 
         With PS_RESEND the payload may be sent again until the reply comes: payloads of
         64 KiB and more must stay unchanged until then (smaller ones are copied)."""
-        peer = self._alias.get(peer, peer)
         if self.resender is not None or self.keep_requests:     # may be sent again later
             msg.payload = [p if isinstance(p, bytes) or p.nbytes >= _COPY_BELOW else bytes(p)
                            for p in msg.payload]
         pending = _Pending((peer, 0), what, on_reply, background,
                            msg if self.keep_requests else None)
-        return self._send_request(peer, msg, pending)
+        return self._send_request(self._alias.get(peer, peer), msg, pending)
 
     def _send_request(self, peer, msg, pending):
         sock = self._peers[peer][0]
@@ -332,13 +351,25 @@ class Van:
             self._send(self._peers[peer][0], pending.frames, None)
         return len(again)
 
-    def reroute(self, old, new):
+    def reroute(self, old, new, rewrite=None):
         """Send the requests of peer `old` to peer `new` from now on, and send `new` again
         each request `old` has not answered (`keep_requests` must have been on since they
-        were made). A waiter's handles stay valid: the records move. The count moved."""
+        were made), as `rewrite(msg)` makes it if given. A waiter's handles stay valid:
+        the records move. The count moved."""
         self._alias[old] = new
         self._alias.update({k: new for k, v in self._alias.items() if v == old})
-        moved = [p for h, p in self._pending.items() if h[0] == old]
+        return self._move([p for h, p in self._pending.items() if h[0] == old], new,
+                          rewrite)
+
+    def restore(self, peer, rewrite=None):
+        """`peer` is back (connected anew, `reconnect`): send its requests to it again from
+        now on, and send it each request meant for it that the peer standing in for it
+        has not answered (as `rewrite(msg)` makes it). The count moved."""
+        self._alias.pop(peer, None)
+        return self._move([p for h, p in self._pending.items()
+                           if p.meant == peer and h[0] != peer], peer, rewrite)
+
+    def _move(self, moved, new, rewrite=None):
         for pending in moved:
             old_handle = pending.handle
             del self._pending[old_handle]
@@ -346,7 +377,9 @@ class Van:
                 self.resender.done(old_handle)
             if pending.msg is None:
                 raise KVStoreError(f"{self.label} cannot send {pending.what} to {new} in "
-                                   f"place of {old}: its message was not kept")
+                                   f"place of {old_handle[0]}: its message was not kept")
+            if rewrite is not None:
+                pending.msg = rewrite(pending.msg)
             self._moved[old_handle] = self._send_request(new, pending.msg, pending)
         return len(moved)
 
@@ -410,12 +443,16 @@ class Van:
             timeout_ms = self._resend(timeout_ms)
         for sock, _ in self._poller.poll(timeout_ms):
             for _ in range(4096):       # drain, but let the other sockets have a turn
+                if sock in self._closing:
+                    break
                 try:
                     frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
                 except zmq.Again:
                     break
                 self.bytes_received += _frames_bytes(frames)
                 self._dispatch(sock, frames)
+        while self._closing:
+            self._closing.pop().close(0)
 
     def _resend(self, timeout_ms):
         """Send the due requests again; `timeout_ms` capped at the next resend."""

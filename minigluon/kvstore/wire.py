@@ -86,9 +86,16 @@ class Cmd(enum.IntEnum):
     PULL_MANY = 31     # the pulls of several keys of one server; reply VALUES
     REPLICATE = 32     # server -> its replica server: one change of its range; payload:
                        # ReplicaOp, then the op's values or blob (replica.py); reply ACK
+    RESUMED = 25       # a replacement worker -> the scheduler: it resumes after step
+                       # `version`; reply ACK, version = the barriers its rank passed
     # scheduler -> nodes (numbered here: 0-9 are taken)
     FAILOVER = 26      # a lost server's range is served by its replica; payload: Failover
                        # (messages.py)
+    SERVER_JOINED = 27  # -> servers: a lost server's replacement registered; payload:
+                        # ServerEntry (its holder hands its range back, handback.py)
+    SERVER_BACK = 28   # -> workers: the replacement serves its range; payload: ServerEntry
+    HANDED_BACK = 29   # a server -> the scheduler: it gave server `key`'s range back to
+                       # the replacement; reply ACK
     # replies
     ACK = 20
     VALUE = 21         # payload: array
@@ -119,6 +126,8 @@ _PAYLOAD = {
     Cmd.VALUE: _ARRAY, Cmd.BYTES: _BYTES, Cmd.ERROR: _BYTES, Cmd.WORKER_JOINED: _BYTES,
     Cmd.RESUME: _NONE, Cmd.REJOIN: _NONE, Cmd.PUSH_MANY: _BUCKET, Cmd.PULL_MANY: _BUCKET,
     Cmd.VALUES: _BUCKET, Cmd.FAILOVER: _BYTES, Cmd.REPLICATE: "replica",
+    Cmd.SERVER_JOINED: _BYTES, Cmd.SERVER_BACK: _BYTES, Cmd.HANDED_BACK: _NONE,
+    Cmd.RESUMED: _NONE,
 }
 # what a bucket's one-key messages are; bucket messages allow none of these flags
 _ONE_KEY = {Cmd.PUSH_MANY: Cmd.PUSH, Cmd.PULL_MANY: Cmd.PULL, Cmd.VALUES: Cmd.VALUE}
@@ -404,18 +413,21 @@ def _check_replica(msg):
                        payload=msg.payload[1:])
         _check_rows(rows)
         return
-    if not 1 <= len(msg.payload) <= 2:
-        raise WireError(f"REPLICATE needs 1 or 2 payload frames, got {len(msg.payload)}")
+    if not 1 <= len(msg.payload) <= 3:
+        raise WireError(f"REPLICATE needs 1 to 3 payload frames, got {len(msg.payload)}")
+    if msg.dtype is None and len(msg.payload) > 2:
+        raise WireError(f"REPLICATE of a store carries at most one blob, got "
+                        f"{len(msg.payload) - 1} frames")
     if msg.dtype is not None:
         _check_slice(msg)
-        if len(msg.payload) != 2:
+        if len(msg.payload) < 2:
             raise WireError(f"REPLICATE of key {msg.key!r} carries no values")
-        nbytes = len(msg.payload[1]) if not isinstance(msg.payload[1], np.ndarray) \
-            else msg.payload[1].nbytes
-        if nbytes != msg.length * msg.dtype.itemsize:
-            raise WireError(f"REPLICATE of key {msg.key!r}: values of {nbytes} bytes, "
-                            f"expected {msg.length * msg.dtype.itemsize} for {msg.length} "
-                            f"{msg.dtype.name} values")
+        for frame in msg.payload[1:]:       # the values (and a whole key's previous ones)
+            nbytes = len(frame) if not isinstance(frame, np.ndarray) else frame.nbytes
+            if nbytes != msg.length * msg.dtype.itemsize:
+                raise WireError(f"REPLICATE of key {msg.key!r}: values of {nbytes} bytes, "
+                                f"expected {msg.length * msg.dtype.itemsize} for "
+                                f"{msg.length} {msg.dtype.name} values")
 
 
 def _check_shm(msg):

@@ -13,9 +13,11 @@ scheduler killed by a signal, on this host and the same port, from the same budg
 which workers had finished (MINIGLUON_FINISHED_WORKERS); a scheduler that exits with a
 status ended the job on purpose and is not.
 
-With MINIGLUON_PS_REPLICAS=1 in the launcher's environment, the first server that fails
-does not end the job: its replica serves its range (docs/replicas.md); the scheduler ends
-the job if it cannot.
+With MINIGLUON_PS_REPLICAS=1 in the launcher's environment, a server that fails does not
+end the job: its replica serves its range (docs/replicas.md), and while the restart
+budget lasts a replacement with the same rank is started on the same host, which takes
+the range back; without budget, the first failed server is left to its replica. The
+scheduler ends the job if it cannot go on.
 """
 import collections
 import json
@@ -147,14 +149,16 @@ class Member:
         _quiet(os.killpg, self.pgid, signal.SIGKILL)
 
 
-def _restartable(member):
-    """A worker that failed, or a scheduler killed by a signal (as a guard reports it:
-    a negative status here, 128+N over ssh). A scheduler that exits with a status of its
-    own ended the job on purpose (it aborted it, or its configuration is wrong)."""
+def _restartable(member, replicas):
+    """A worker that failed, a server that failed in a job with replicas (`replicas`: its
+    replica serves its range until the replacement takes it back), or a scheduler killed
+    by a signal (as a guard reports it: a negative status here, 128+N over ssh). A
+    scheduler that exits with a status of its own ended the job on purpose (it aborted
+    it, or its configuration is wrong)."""
     code = member.returncode
     if member.task.role == "scheduler":
         return code < 0 or 128 < code <= 128 + 64
-    return member.task.role == "worker"
+    return member.task.role == "worker" or (member.task.role == "server" and replicas)
 
 
 def _quiet(fn, *args):
@@ -180,7 +184,9 @@ class ProcessGroup:
         self.grace = grace
         self.max_restarts = max_restarts
         self.restarts = collections.Counter()   # label -> restarts of that worker
-        self.spare_servers = config.ps_replicas()   # servers whose loss the job survives
+        self.replicas = config.ps_replicas()
+        self.spare_servers = self.replicas   # servers lost without a replacement that the
+                                             # job survives (their replica serves on)
         self.state, self.display = state, display
         self.members = []
         self.interrupted = None
@@ -258,27 +264,36 @@ class ProcessGroup:
                     return self._finish(None, lingering=live)
 
     def _restart(self, member):
-        """Start a failed worker, or a killed scheduler, again while the job's restart
-        budget lasts; whether it was."""
+        """Start a failed worker or server, or a killed scheduler, again while the job's
+        restart budget lasts; whether it was (or, a server with replicas and no budget
+        left, whether the job goes on without it)."""
         task = member.task
-        if task.role == "server" and self.spare_servers:
-            self.spare_servers -= 1
-            member.replaced = True
-            self._note(task.label, f"{task.label} failed ({describe(member.returncode)}); "
-                       "its replica serves its key range (MINIGLUON_PS_REPLICAS=1)")
-            return True
         used = sum(self.restarts.values())
-        if not _restartable(member) or used >= self.max_restarts:
-            return False
+        if not _restartable(member, self.replicas) or used >= self.max_restarts:
+            return self._go_on_without(member)
         member.replaced = True
         self.restarts[task.label] += 1
         count = self.restarts[task.label]
         where = " on the same address" if task.role == "scheduler" else ""
+        meanwhile = "; its replica serves its key range until the replacement takes it " \
+            "back (MINIGLUON_PS_REPLICAS=1)" if task.role == "server" else ""
         self._note(task.label, f"{task.label} failed ({describe(member.returncode)}); "
                    f"restarting it{where} (restart {used + 1} of {self.max_restarts}, "
-                   "--max-restarts)")
+                   f"--max-restarts){meanwhile}")
         extra = {FINISHED_ENV: self._finished_workers()} if task.role == "scheduler" else None
         self.start(task.restarted(count, extra))
+        return True
+
+    def _go_on_without(self, member):
+        """MINIGLUON_PS_REPLICAS=1: the first server lost without a replacement leaves its
+        range to its replica; whether the job goes on."""
+        task = member.task
+        if task.role != "server" or not self.spare_servers:
+            return False
+        self.spare_servers -= 1
+        member.replaced = True
+        self._note(task.label, f"{task.label} failed ({describe(member.returncode)}); "
+                   "its replica serves its key range (MINIGLUON_PS_REPLICAS=1)")
         return True
 
     def _finished_workers(self):
@@ -426,7 +441,7 @@ class ProcessGroup:
                            list(self._tails[label]))
         tail = list(self._tails[task.label])
         hint = task.diagnose(tail) if task.diagnose else None
-        if self.max_restarts and _restartable(member):
+        if self.max_restarts and _restartable(member, self.replicas):
             hint = (f"help: the job's restarts ran out: {sum(self.restarts.values())} of "
                     f"--max-restarts {self.max_restarts} were used ({task.label}: "
                     f"{self.restarts[task.label]}); raise --max-restarts, or find why "

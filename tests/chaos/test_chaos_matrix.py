@@ -8,6 +8,7 @@ the fault.
 | `launcher-sigint`, `launcher-sigkill` | the signal to minigluon-launch after step k | every process it started is gone within GONE; SIGINT: it exits 130 and removes its folder; SIGKILL: only its step-time folder is left, and the next launch's sweep removes it |
 | `port-taken` | DMLC_PS_ROOT_PORT held by another program: listening in even repeats, bound only in odd ones | the scheduler fails at once. Listening: the workers and the server fail within BOUND of their start (the direct probe finds a program that does not speak zmq), although PS_STARTUP_TIMEOUT is 60 s. Bound only: to a prober that is "nothing listens yet", so they wait for a scheduler until PS_STARTUP_TIMEOUT (3 s here) and fail within STARTUP_BOUND, not before. Every error names the port and DMLC_PS_ROOT_PORT |
 | `restart-worker-{dist_sync,dist_async}` | SIGKILL to worker 1 after step k, under `minigluon-launch --max-restarts 1` | the launcher starts it again; the job finishes (exit 0) with every gradient applied exactly once: both workers' weights equal the closed form of all STEPS steps of both workers (a linear model, so the order of async updates does not matter); the next step completes within RESTART_BOUND of the fault |
+| `restart-server-{dist_sync,dist_async}` | SIGKILL to server 1 after step k, under `--max-restarts 1` with MINIGLUON_PS_REPLICAS=1 and 2 servers | its replica serves its range, the launcher starts it again and the replacement takes its range back (handback.py); the job finishes (exit 0) with the same closed form; every step of both workers done once; the replacement serves its range within RESTART_BOUND of the fault. (`kill-server-*` above is the same fault without replicas: the job still ends fast) |
 | `restart-scheduler-{dist_sync,dist_async}` | SIGKILL to the scheduler after step k, under `--max-restarts 1`, every worker calling kv.barrier() after each step | the launcher starts it again on the same port; every node registers again with its rank; the job finishes (exit 0) with the same closed form; the next step after a barrier completes within RESTART_BOUND of the fault. (`kill-scheduler-*` above is the same fault without --max-restarts: the job still ends fast) |
 | `loss` | PS_DROP_MSG=10 with PS_RESEND=1 (dist_sync, 2 workers, 2 servers) | every value pulled at every step is exactly a lossless run's (a NumPy oracle); messages were dropped and resent; every process exits 0 |
 
@@ -64,7 +65,7 @@ SEED = int(os.environ.get("MINIGLUON_CHAOS_SEED") or random.SystemRandom().randr
 
 FAULTS = [f"{how}-{victim}-{mode}" for how in ("kill", "stop")
           for victim in ("worker", "server", "scheduler") for mode in ("dist_sync", "dist_async")]
-RESTARTS = [f"restart-{victim}-{mode}" for victim in ("worker", "scheduler")
+RESTARTS = [f"restart-{victim}-{mode}" for victim in ("worker", "scheduler", "server")
             for mode in ("dist_sync", "dist_async")]
 CASES = FAULTS + RESTARTS + ["launcher-sigint", "launcher-sigkill", "port-taken", "loss"]
 MEASURED = {}               # case -> [{measure: seconds}] of this session's runs
@@ -242,7 +243,7 @@ for t in range(start + 1, STEPS + 1):
         open('at-step', 'w').close()
     if os.environ.get('CHAOS_BARRIER'):        # the scheduler on the path of each step
         kv.barrier()
-    time.sleep(0.05)
+    time.sleep(float(os.environ.get('CHAOS_SLEEP', '0.05')))
 kv.barrier()                                   # dist_async: every push applied by now
 params = net.collect_params()
 for i, name in enumerate(sorted(params.keys())):     # the Trainer's keys: sorted names
@@ -255,21 +256,24 @@ RESTART_STEPS, RESTART_LR = 30, 0.01
 def restart_case(tmp_path, k, victim, mode):
     (tmp_path / "worker.py").write_text(PREAMBLE + "import os, sys, time\n" + RESTARTABLE)
     (tmp_path / "pids").mkdir()
-    barrier = {"CHAOS_BARRIER": "1"} if victim == "scheduler" else {}
+    extra = {"scheduler": {"CHAOS_BARRIER": "1"},     # the replacement starts in time:
+             "server": {"MINIGLUON_PS_REPLICAS": "1", "CHAOS_SLEEP": "0.25"}}.get(victim, {})
     env = clean_env(**heartbeat_env(TIMEOUT), **chaos_env(mode, k), OMP_NUM_THREADS="1",
-                    OPENBLAS_NUM_THREADS="1", **barrier)
-    run = Launch(["--max-restarts", 1, "-n", 2, "-s", 1, sys.executable,
+                    OPENBLAS_NUM_THREADS="1", **extra)
+    servers = 2 if victim == "server" else 1
+    run = Launch(["--max-restarts", 1, "-n", 2, "-s", servers, sys.executable,
                   tmp_path / "worker.py"], tmp_path, tmp_path / "pids", env)
     try:
         run.wait_until(lambda: (tmp_path / "at-step").exists(), 60, "worker 0 at step k")
         started = time.monotonic() - run.started
         pid = int((tmp_path / "rank1.pid").read_text()) if victim == "worker" else \
-            _scheduler_pid(run)
+            _role_pid(run, victim)
         t0 = time.monotonic()
         os.kill(pid, signal.SIGKILL)
+        back = _served_again(run, t0) if victim == "server" else None
         assert run.wait(60) == 0, run.text()
         run.assert_nothing_left()
-        label = "worker 1" if victim == "worker" else "scheduler"
+        label = {"worker": "worker 1", "server": "server 1"}.get(victim, "scheduler")
         assert f"{label} failed (killed by signal SIGKILL); restarting it" in run.err
         results = [json.loads(line.split("RESULT ", 1)[1])
                    for line in run.out.splitlines() if "] RESULT " in line]
@@ -285,10 +289,15 @@ def restart_case(tmp_path, k, victim, mode):
                  if float(t) > t0][1 if victim == "scheduler" else 0:]
         bound = SLACK * started + 5.0
         assert after and after[0] - t0 <= bound, (after[:1], t0, bound, run.text())
-        if victim == "scheduler":         # nobody restarted: every step once, on both
+        if victim != "worker":            # no worker restarted: every step once, on both
             steps = re.findall(r"\[worker (\d)\] STEP (\d+) ", run.out)
             assert sorted(steps) == sorted((str(r), str(t)) for r in (0, 1)
                                            for t in range(1, RESTART_STEPS + 1)), run.text()
+        if victim == "server":
+            assert "took its range back from server 0" in run.err, run.text()
+            assert back <= bound, (back, bound, run.text())
+            return {"next_step": after[0] - t0, "serving_again": back, "steps_lost": 0}
+        if victim == "scheduler":
             assert "every node registered again" in run.err, run.text()
             return {"next_step": after[0] - t0, "steps_lost": 0}
         return {"next_step": after[0] - t0, "resumed_after_step": resumed}
@@ -296,17 +305,28 @@ def restart_case(tmp_path, k, victim, mode):
         run.kill()
 
 
-def _scheduler_pid(run):
-    """The scheduler process under the launcher (not its guard), by its environment."""
+def _role_pid(run, role):
+    """The scheduler (or server 1) process under the launcher (not its guard), by its
+    environment."""
     run.watch()
     for proc in run.seen.values():
         try:
-            if proc is not None and proc.environ().get("DMLC_ROLE") == "scheduler" and \
-                    not any("guard.py" in a for a in proc.cmdline()):
+            env = proc.environ() if proc is not None else {}
+            if env.get("DMLC_ROLE") == role and not any("guard.py" in a for a in
+                                                        proc.cmdline()) and \
+                    (role == "scheduler" or env.get("MINIGLUON_LAUNCH_RANK") == "1"):
                 return proc.pid
         except psutil.Error:
             continue
-    raise AssertionError(f"no scheduler process under the launcher\n{run.text()}")
+    raise AssertionError(f"no {role} process under the launcher\n{run.text()}")
+
+
+def _served_again(run, t0):
+    """Seconds from the fault to the scheduler's word that the replacement server serves
+    its range (seen within the 50 ms the launch's output is polled)."""
+    run.wait_until(lambda: "serves its range again" in run.err, 60,
+                   "the replacement server to take its range back")
+    return time.monotonic() - t0
 
 
 # ---- the launcher interrupted or killed ------------------------------------------------------

@@ -12,8 +12,8 @@ import pytest
 from minigluon.kvstore.messages import (BODIES, Abort, BodyError, BucketEntry, BucketTable,
                                         Failover, LearningRate, NodeLost, NodeTable,
                                         OptimizerBlob, ProbeToken, Registration, ReplicaOp,
-                                        ResumePoint, RowIds, SegmentName, StatesBlob, Text,
-                                        WorkerJoined)
+                                        ResumePoint, RowIds, SegmentName, ServerEntry,
+                                        StatesBlob, Text, WorkerJoined)
 from minigluon.kvstore.wire import Cmd, Flag, Message, WireError, payload_kind
 
 TOKEN = bytes(range(16))
@@ -39,8 +39,14 @@ SAMPLES = {
     NodeLost: [NodeLost(LOST, "it sent no heartbeat for 1.6 s", 1)],
     WorkerJoined: [WorkerJoined(1, "worker-h-42-abcd", 1)],
     Failover: [Failover(1, 0, "it sent no heartbeat for 3.1 s")],
+    ServerEntry: [ServerEntry(1, "tcp://10.0.0.2:9000", "ipc:///tmp/mgkv-1.sock", "g/boot"),
+                  ServerEntry(0, "tcp://10.0.0.1:9001", None, "h/boot")],
     ReplicaOp: [ReplicaOp(TOKEN, "round", step=7), ReplicaOp(TOKEN, "push", 1, 12),
-                ReplicaOp(TOKEN, "lr", lr=0.05), ReplicaOp(TOKEN, "optimizer")],
+                ReplicaOp(TOKEN, "lr", lr=0.05), ReplicaOp(TOKEN, "optimizer"),
+                ReplicaOp(TOKEN, "round", step=3, owner=1),
+                ReplicaOp(TOKEN, "key", owner=0, info={"round": 5, "held": {0: 5, 1: 6},
+                                                       "row_sparse": False}),
+                ReplicaOp(TOKEN, "handback", owner=1)],
     ResumePoint: [ResumePoint(4, 17, 18), ResumePoint(0, 0, 0)],
     Abort: [Abort("uneven steps"), Abort("it sent no heartbeat", LOST)],
     LearningRate: [LearningRate(0.1), LearningRate(1e-300), LearningRate(-3.0)],
@@ -99,6 +105,16 @@ def test_restart_bodies_refuse_impossible_values():
     with pytest.raises(BodyError, match="rejoin 'steps' must be >= 0, got -1"):
         Registration.decode(b'{"role": "worker", "host": "h", "hostid": "x", "rejoin": '
                             b'{"identity": "w", "rank": 0, "steps": -1, "barriers": 0}}')
+    with pytest.raises(BodyError, match="'held' must map ranks to counts"):
+        ReplicaOp.decode(ReplicaOp(TOKEN, "key", info={"round": 1, "held": {"a": 1},
+                                                       "row_sparse": False}).encode())
+    with pytest.raises(BodyError, match="'round' must be >= 0, got -1"):
+        ReplicaOp.decode(ReplicaOp(TOKEN, "key", info={"round": -1, "held": {},
+                                                       "row_sparse": False}).encode())
+    with pytest.raises(BodyError, match="'tcp' must be a tcp:// address"):
+        ServerEntry.decode(b'{"rank": 1, "tcp": "udp://x", "ipc": null, "hostid": "h"}')
+    assert ReplicaOp(TOKEN, "round", step=7).encode() == json.dumps(     # as before owners
+        {"token": TOKEN.hex(), "op": "round", "rank": -1, "step": 7, "lr": 0.0}).encode()
     with pytest.raises(BodyError, match="'identity' must be str"):
         Registration.decode(b'{"role": "worker", "host": "h", "hostid": "x", "rejoin": '
                             b'{"rank": 0, "steps": 1, "barriers": 0}}')

@@ -175,6 +175,21 @@ class Launch:
         return found
 
 
+def role_pid(run, role, rank):
+    """The PID of the Python process running as `role` `rank` under a launch (the
+    guard's child, found by its environment)."""
+    for proc in psutil.Process(run.proc.pid).children(recursive=True):
+        try:
+            env = proc.environ()
+            leaf = not proc.children()
+        except psutil.Error:
+            continue
+        if env.get("DMLC_ROLE") == role and env.get("MINIGLUON_LAUNCH_RANK") == str(rank) \
+                and leaf:
+            return proc.pid
+    raise AssertionError(f"no {role} {rank} among the launcher's processes\n{run.text()}")
+
+
 def running(p):
     try:
         return p.is_running() and p.status() != psutil.STATUS_ZOMBIE

@@ -14,10 +14,9 @@ import signal
 import time
 
 import numpy as np
-import psutil
 import pytest
 
-from launchkit import PY, Launch, clean_env
+from launchkit import PY, Launch, clean_env, role_pid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HEARTBEAT = {"PS_HEARTBEAT_INTERVAL": "0.2", "PS_HEARTBEAT_TIMEOUT": "1.5"}
@@ -27,16 +26,7 @@ STEPS = 16                               # restart_train.py: 2 epochs of 8 steps
 
 def server_pid(run, rank):
     """The PID of the Python process serving as server `rank` (the guard's child)."""
-    for proc in psutil.Process(run.proc.pid).children(recursive=True):
-        try:
-            env = proc.environ()
-            leaf = not proc.children()
-        except psutil.Error:
-            continue
-        if env.get("DMLC_ROLE") == "server" and env.get("MINIGLUON_LAUNCH_RANK") == \
-                str(rank) and leaf:
-            return proc.pid
-    raise AssertionError(f"no server {rank} among the launcher's processes\n{run.text()}")
+    return role_pid(run, "server", rank)
 
 
 def kill_server_after(run, step, rank=1):

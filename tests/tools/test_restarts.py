@@ -17,7 +17,7 @@ import signal
 import numpy as np
 import pytest
 
-from launchkit import PY, hostfile, run_clean
+from launchkit import PY, hostfile, role_pid, run_clean
 from minigluon.tools import launch
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "restart_train.py")
@@ -79,6 +79,36 @@ def test_dist_sync_worker_killed_ends_bit_identical(job, tmp_path, fault_free, k
         got = params(tmp_path, r)
         for name, want in fault_free.items():
             assert np.array_equal(got[name], want), f"worker {r}: {name} differs\n{run.text()}"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kill", ["1:5:0", "1:6:3"], ids=["w1-after-barrier", "w1-mid-push"])
+def test_a_replacement_goes_on_from_the_barriers_the_job_passed(job, tmp_path, fault_free,
+                                                                kill):
+    """Every worker calls kv.barrier() after each step: the replacement joins the job at
+    the barrier its rank had reached, not at barrier 0 (it would pass the next ones at
+    once, run ahead and wait for pulls the others never send, while they wait for it in a
+    barrier)."""
+    run = job(train_args(tmp_path, "--barrier-every", 1, "--kill", kill))
+    assert run.wait(60) == 0, run.text()
+    run.assert_nothing_left()
+    assert "restarting it (restart 1 of 1" in run.err, run.text()
+    for r in (0, 1):
+        got = params(tmp_path, r)
+        assert all(np.array_equal(got[n], want) for n, want in fault_free.items()), r
+
+
+@pytest.mark.timeout(120)
+def test_a_worker_killed_by_pid_between_barriers_rejoins_them(job, tmp_path, fault_free):
+    run = job(train_args(tmp_path, "--barrier-every", 1, "--step-sleep", "0.2"))
+    run.wait_until(lambda: "[worker 1] STEP 4 " in run.out, 60, "worker 1 at step 4")
+    os.kill(role_pid(run, "worker", 1), signal.SIGKILL)
+    assert run.wait(60) == 0, run.text()
+    run.assert_nothing_left()
+    assert "worker 1 failed (killed by signal SIGKILL); restarting it" in run.err, run.text()
+    for r in (0, 1):
+        got = params(tmp_path, r)
+        assert all(np.array_equal(got[n], want) for n, want in fault_free.items()), r
 
 
 @pytest.mark.timeout(120)

@@ -1,0 +1,149 @@
+"""A replacement server (issue 19, item 3; MINIGLUON_PS_REPLICAS=1 with --max-restarts):
+a server SIGKILLed by PID in a real job (scheduler, 2 servers, 2 workers under the local
+launcher) is started again; its replica serves its range meanwhile, then copies it back
+(handback.py). The chain is whole again, so a second server lost later is survived too,
+and the job ends with the parameters of a job that lost nothing, bit for bit.
+
+`-s` prints the figures: time from each kill to the replacement serving its range again
+(the scheduler's SERVER_BACK), to the first step after it, and steps lost.
+"""
+import os
+import re
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from launchkit import PY, Launch, clean_env
+from test_replicas import HEARTBEAT, server_pid, step_figures
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BACK = "serves its range again"
+TRAIN = ["--epochs", "3"]           # 24 steps: the second replacement starts in time
+STEPS = 24
+
+
+def launch(folder, *args, restarts=2):
+    (folder / "pids").mkdir(exist_ok=True)
+    env = clean_env(MINIGLUON_PS_REPLICAS="1", **HEARTBEAT)
+    return Launch(["--max-restarts", restarts, "-n", 2, "-s", 2, PY,
+                   os.path.join(HERE, "restart_train.py"), "--out", folder, *TRAIN, *args],
+                  folder, folder / "pids", env)
+
+
+@pytest.fixture(scope="module")
+def fault_free(tmp_path_factory):
+    """The parameters of the job without replicas and without a fault."""
+    folder = tmp_path_factory.mktemp("plain")
+    (folder / "pids").mkdir()
+    run = Launch(["-n", 2, "-s", 2, PY, os.path.join(HERE, "restart_train.py"), "--out",
+                  folder, *TRAIN], folder, folder / "pids", clean_env())
+    try:
+        assert run.wait(90) == 0, run.text()
+        run.assert_nothing_left()
+    finally:
+        run.kill()
+    with np.load(folder / "params-0.npz") as found:
+        return dict(found)
+
+
+def kill_server(run, rank, after_step, backs_before):
+    """SIGKILL server `rank` once worker 0 printed STEP `after_step` and the scheduler
+    reported `backs_before` handbacks; the kill's time."""
+    run.wait_until(lambda: f"[worker 0] STEP {after_step} " in run.out and
+                   run.err.count(BACK) >= backs_before, 90,
+                   f"worker 0 at step {after_step} after {backs_before} handbacks")
+    pid = server_pid(run, rank)
+    killed = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    return killed
+
+
+def seconds_to_back(run, count, killed):
+    """Seconds from a kill to the scheduler's `count`-th "serves its range again" line
+    (seen within the 50 ms this test polls the launcher's output)."""
+    run.wait_until(lambda: run.err.count(BACK) >= count, 90, f"handback {count}")
+    return time.monotonic() - killed
+
+
+def first_step_after(out, when):
+    """Seconds from `when` to the first STEP line of any worker after it."""
+    times = [float(t) for t in re.findall(r"\] STEP \d+ ([\d.]+)", out)]
+    return min(t for t in times if t > when) - when
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("second", [0, 1], ids=["then-server-0", "then-server-1-again"])
+def test_two_servers_lost_one_after_the_other_end_bit_identical(tmp_path, fault_free,
+                                                                 second):
+    run = launch(tmp_path, "--step-sleep", "0.3")
+    try:
+        kills, backs = [], []
+        for count, (rank, step) in enumerate([(1, 3), (second, 10)]):
+            kills.append(kill_server(run, rank, step, count))
+            backs.append(seconds_to_back(run, count + 1, kills[-1]))
+        code = run.wait(120)
+        run.assert_nothing_left()
+    finally:
+        run.kill()
+    assert code == 0, run.text()
+    assert run.err.count("failed (killed by signal SIGKILL); restarting it (restart") == 2 \
+        and "Traceback" not in run.err, run.text()
+    assert run.err.count("took its range back from server") == 2, run.text()
+    _, lost = step_figures(run.out, kills[0], STEPS)
+    copies = re.findall(r"serves its range again, ([\d.]+) s after its replacement", run.err)
+    for i, (killed, back) in enumerate(zip(kills, backs)):
+        print(f"\nkill {i + 1} (server {[1, second][i]}): serving again {back:.2f} s after "
+              f"the kill (handback {copies[i]} s after the replacement registered); next "
+              f"step {first_step_after(run.out, killed + back):.2f} s after that")
+    print(f"steps lost {lost}")
+    assert lost == 0, run.text()
+    for rank in (0, 1):
+        with np.load(tmp_path / f"params-{rank}.npz") as got:
+            for name, want in fault_free.items():
+                assert np.array_equal(want, got[name]), (name, rank, run.text())
+
+
+BIG_KEYS = r"""
+import sys, time
+import numpy as np
+import minigluon as mx
+from minigluon import nd
+out, steps, shape = sys.argv[1], 20, (128, 256)       # 128 KiB: pushed in shared memory
+kv = mx.kv.create('dist_sync')
+keys = list(range(4))
+kv.init(keys, [nd.zeros(shape) for _ in keys])
+kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.01))
+outs = [nd.zeros(shape) for _ in keys]
+for t in range(1, steps + 1):
+    kv.push(keys, [nd.ones(shape) * ((kv.rank + 1) * t) for _ in keys])
+    kv.pull(keys, out=outs)
+    print(f"STEP {t} {time.monotonic():.6f} {float(outs[0].asnumpy()[0, 0]):.6f}", flush=True)
+    time.sleep(0.2)
+np.save(f"{out}/big-{kv.rank}.npy", np.stack([o.asnumpy() for o in outs]))
+"""
+
+
+@pytest.mark.timeout(180)
+def test_big_keys_in_shared_memory_survive_the_failover_and_the_handback(tmp_path):
+    """Pushes and pulls of 64 KiB and more go through the worker's shared memory, whose
+    names only the server that first mapped them knew: the requests the workers send again
+    to the replica, then to the replacement, carry their values instead."""
+    (tmp_path / "pids").mkdir()
+    (tmp_path / "big.py").write_text(BIG_KEYS)
+    run = Launch(["--max-restarts", 1, "-n", 2, "-s", 2, PY, tmp_path / "big.py", tmp_path],
+                 tmp_path, tmp_path / "pids",
+                 clean_env(MINIGLUON_PS_REPLICAS="1", **HEARTBEAT))
+    try:
+        kill_server(run, 1, 4, 0)
+        run.wait_until(lambda: BACK in run.err, 90, "the handback")
+        code = run.wait(120)
+        run.assert_nothing_left()
+    finally:
+        run.kill()
+    assert code == 0 and "took its range back from server 0" in run.err, run.text()
+    want = -0.01 * 3 * sum(range(1, 21))        # every push of both workers applied once
+    for rank in (0, 1):
+        got = np.load(tmp_path / f"big-{rank}.npy")
+        assert np.allclose(got, want, rtol=1e-5), (rank, got.min(), got.max(), want)
