@@ -17,6 +17,7 @@ everything; `close` also ends, by PID, the delayers it started.
 import os
 import re
 import selectors
+import signal
 import shutil
 import subprocess
 import sys
@@ -203,12 +204,30 @@ class Lab:
         errors = []
         for netns in reversed(self._netns):
             try:
+                _end_what_runs_in(netns)
                 ip("netns", "delete", netns)
             except RuntimeError as err:
                 errors.append(str(err))
         self._netns = []
         if errors:
             raise RuntimeError("could not delete namespaces: " + "; ".join(errors))
+
+
+def _end_what_runs_in(netns, within=10):
+    """Kill (by PID) every process still inside `netns` and wait for them to go: only our
+    own processes run in our namespaces, and one whose Popen was cut short by a signal
+    (Ctrl-C while a job started) is known to nobody else. Deleting a namespace's name
+    does not end what runs in it."""
+    pids = [int(p) for p in ip("netns", "pids", netns).split()]
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    # a killed process leaves the namespace at once (its zombie, if any, is not in it)
+    end = time.monotonic() + within
+    while pids and ip("netns", "pids", netns).split() and time.monotonic() < end:
+        time.sleep(0.05)
 
 
 def _sysctl(netns, key, value):
