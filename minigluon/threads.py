@@ -21,7 +21,6 @@ MINIGLUON_ADAPTIVE_THREADS=0 fixes it there. OpenBLAS (through threadpoolctl) an
 extension's layer kernels both use the count, so they never oversubscribe each other.
 """
 import os
-import statistics
 import threading
 import time
 
@@ -89,6 +88,7 @@ class FreeCores:
         if others is None:
             return self.cores
         self.samples = (self.samples + [others * self.share])[-self.window:]
+        import statistics   # here: its decimal and fractions cost every process's import
         busy = statistics.median(self.samples)
         return max(1, min(self.cores, self.cores - int(busy + 0.5)))
 

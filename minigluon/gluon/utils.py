@@ -6,9 +6,6 @@ Out of scope: MXNet's `shape_is_known` / `HookHandle` helpers and proxies for `d
 import hashlib
 import logging
 import os
-import ssl
-import urllib.error
-import urllib.request
 import uuid
 import warnings
 
@@ -151,6 +148,7 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
 
     >>> fname = gluon.utils.download('https://example.org/data.csv', path='datasets/')
     """
+    import urllib.error   # here, not at the top: ssl and http cost every process's import
     if not isinstance(retries, int) or retries < 0:
         raise DownloadError(f"retries must be an int >= 0, got {retries!r}")
     fname = _target_path(url, path)
@@ -183,6 +181,8 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
 def _fetch_once(url, fname, verify_ssl):
     """Download into a temporary file next to `fname`, then move it into place, so a
     reader never sees a partial file."""
+    import ssl
+    import urllib.request
     _log.info("downloading %s from %s", fname, url)
     context = None
     if not verify_ssl:
@@ -205,6 +205,7 @@ def _fetch_once(url, fname, verify_ssl):
 
 
 def _failure_message(url, fname, attempts, err):
+    import urllib.error
     head = f"could not download {url} after {attempts} attempt(s)"
     if isinstance(err, urllib.error.HTTPError):
         return f"{head}: HTTP {err.code} {err.reason}; check the URL"

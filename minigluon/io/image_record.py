@@ -9,7 +9,6 @@ PCA noise, padding, mean images) and image lists (`path_imglist`); they raise
 NotImplementedError unless left at their defaults. Use `gluon.data.vision` and its
 transforms for those.
 """
-import concurrent.futures
 import logging
 import weakref
 
@@ -277,6 +276,7 @@ class ImageRecordIter(SingleSourceIter):
                                   "ImageRecordIter"), config.usable_cores())
         if threads == 1:
             return None
+        import concurrent.futures   # here: only a multi-threaded iterator needs it
         return concurrent.futures.ThreadPoolExecutor(threads, "ImageRecordIter")
 
     def reset(self):

@@ -15,7 +15,6 @@ under minigluon-launch, its live progress bar (minigluon/telemetry.py).
 import json
 import os
 import socket
-import statistics
 import time
 from array import array
 from dataclasses import dataclass
@@ -77,6 +76,7 @@ class StepClock:
     def stats(self):
         """{steps, step_time_median_s, step_time_mean_s, step_time_max_s} (times are None
         before the second step)."""
+        import statistics   # here: its decimal and fractions cost every process's import
         times = self._durations
         return {"steps": self.count,
                 "step_time_median_s": statistics.median(times) if times else None,

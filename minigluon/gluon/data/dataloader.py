@@ -21,8 +21,6 @@ import numpy as np
 
 from ...context import cpu_pinned
 from .batchify import as_in_context, default_batchify_fn, default_mp_batchify_fn
-from .multi_worker_iter import MultiWorkerIter
-from .process_pool import ProcessWorkers
 from .resume import ResumedBatches, steps_to_skip
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 from .thread_pool import ThreadWorkers
@@ -145,6 +143,10 @@ class DataLoader:
         batches = self._pass_batches()
         if self._num_workers == 0:
             return self._same_process_iter(batches)
+        # here, not at the top: multiprocessing costs the import of every process, and
+        # most never start a worker
+        from .multi_worker_iter import MultiWorkerIter
+        from .process_pool import ProcessWorkers
         pool = ThreadWorkers if self._thread_pool else ProcessWorkers
         workers = pool(self._dataset, self._batchify_fn, self._num_workers)
         return MultiWorkerIter(self, workers, self._num_workers, batches,

@@ -4,7 +4,6 @@ that refuses every global but NumPy's array reconstruction, so a doctored file c
 code."""
 import os
 import pickle
-import tarfile
 
 import numpy as np
 
@@ -108,6 +107,7 @@ class CIFAR10(DownloadedDataset):
         return None
 
     def _download(self):
+        import tarfile   # here, not at the top: most processes never open an archive
         url, sha1, md5 = self._archives[0]
         archive = os.path.join(self._root, os.path.basename(url))
         created = self._make_root()

@@ -5,7 +5,6 @@ and `DownloadedDataset`, the base of the datasets held in memory after loading s
 import hashlib
 import logging
 import os
-import tarfile
 
 import numpy as np
 
@@ -67,6 +66,7 @@ def fetch(sources, dest):
 
 
 def safe_extract(archive, dest):
+    import tarfile   # here, not at the top: most processes never open an archive
     with tarfile.open(archive) as tar:
         for member in tar.getmembers():
             target = os.path.realpath(os.path.join(dest, member.name))
