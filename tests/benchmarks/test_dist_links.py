@@ -104,9 +104,14 @@ def test_an_interrupted_run_ends_its_processes_and_deletes_its_namespaces(needs_
         proc.send_signal(signal.SIGINT)                   # Ctrl-C
         proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        if proc.poll() is None:          # the wait failed: still let it clean up, then kill
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                netlab.sweep_stale(links.PREFIX)     # its namespaces and what runs there
     assert not namespaces(prefix), namespaces(prefix)
     left = [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
     assert not left, f"processes of the job left running: {left}"

@@ -292,6 +292,7 @@ def sweep_stale(prefix=PREFIX):
         match = re.fullmatch(rf"{prefix}(\d+)-.*", name)
         if match and not pid_alive(int(match.group(1))):
             try:
+                _end_what_runs_in(name)          # a run killed outright left them there
                 ip("netns", "delete", name)
             except RuntimeError:
                 pass
