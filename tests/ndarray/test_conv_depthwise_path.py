@@ -100,6 +100,10 @@ def test_host_conv_picks_depthwise_only_for_one_channel_groups():
     assert isinstance(conv_host.host_conv(win, 16, 16, np.float32), conv_depthwise.HostDepthwise)
     assert not isinstance(conv_host.host_conv(win, 8, 16, np.float32),
                           conv_depthwise.HostDepthwise)
+    # one input channel in one group (LeNet's first layer) is an ordinary convolution
+    assert isinstance(conv_host.host_conv(win, 1, 1, np.float32), conv_host.HostConv)
+    assert not isinstance(conv_host.host_conv(win, 1, 1, np.float32),
+                          conv_depthwise.HostDepthwise)
     big = Window.sliding("Convolution", (33, 33), (1, 1), (1, 1), (16, 16), (40, 40))
     assert not isinstance(conv_host.host_conv(big, 4, 4, np.float32),
                           conv_depthwise.HostDepthwise)
