@@ -7,13 +7,11 @@ launch plans are checked on the CPU build only.
 import numpy as np
 import pytest
 
-import minigluon_ext as ext
 from minigluon import autograd, nd
 from minigluon.base import DTypeError, ShapeError
 from minigluon_ext import gpu, gpu_layers
 
 import cuda_on_cpu
-import kernel_backends
 
 NEEDS_GXX = pytest.mark.skipif(cuda_on_cpu.compiler() is None, reason="needs g++")
 DTYPES = [np.float32, np.float64]
@@ -39,27 +37,6 @@ POOL_GEOMETRIES = [
     ((1, 4, 6, 5), (6, 5), (1, 1), (0, 0), "valid"),        # global pooling
     ((1, 1, 3, 3), (2, 2), (3, 3), (1, 1), "full"),         # windows in the padding only
 ]
-
-
-@pytest.fixture(scope="module", params=kernel_backends.KINDS)
-def kernels(request):
-    """The kernels on the CPU build, and on the GPU where there is one (NumPy in and out)."""
-    return kernel_backends.make(request.param)
-
-
-@pytest.fixture(scope="module")
-def cpu_kernels():
-    """The kernels on the CPU build only (argument checks need no GPU)."""
-    if cuda_on_cpu.compiler() is None:
-        pytest.skip("needs g++")
-    return gpu.Kernels(cuda_on_cpu.CpuBackend())
-
-
-@pytest.fixture(scope="module")
-def host():
-    if ext.native is None:
-        pytest.fail("the C extension is not built: run `python setup.py build_ext --inplace`")
-    return ext.native
 
 
 def same_bits(x, y):

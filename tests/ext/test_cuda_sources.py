@@ -7,7 +7,6 @@ any machine; tests/gpu runs the same functions on a real GPU.
 import numpy as np
 import pytest
 
-import minigluon_ext as ext
 from minigluon.base import DTypeError, ShapeError
 from minigluon_ext import gpu
 
@@ -19,13 +18,6 @@ pytestmark = pytest.mark.skipif(cuda_on_cpu.compiler() is None, reason="needs g+
 @pytest.fixture(scope="module")
 def kernels():
     return gpu.Kernels(cuda_on_cpu.CpuBackend())
-
-
-@pytest.fixture(scope="module")
-def host():
-    if ext.native is None:
-        pytest.fail("the C extension is not built: run `pip install -e .`")
-    return ext.native
 
 
 def grads(dtype, n, t, seed=0):

@@ -13,40 +13,15 @@ import math
 import numpy as np
 import pytest
 
-import minigluon_ext as ext
 from minigluon.base import DTypeError, ShapeError
 from minigluon.ndarray import ops_optimizer
 from minigluon.ndarray.ops_optimizer_mp import nag_mom_step, sgd_step
 from minigluon.optimizer import Adam
-from minigluon_ext import gpu
 
-import cuda_on_cpu
-import kernel_backends
 
 DTYPES = [np.float32, np.float64]
 # (wd, clip_gradient, rescale_grad): plain, decay, clipping, both with a rescale
 SETTINGS = [(0.0, None, 1.0), (1e-3, None, 1.0), (0.0, 0.05, 1.0), (3e-4, 0.05, 1 / 32)]
-
-
-@pytest.fixture(scope="module", params=kernel_backends.KINDS)
-def kernels(request):
-    """The kernels on the CPU build, and on the GPU where there is one (NumPy in and out)."""
-    return kernel_backends.make(request.param)
-
-
-@pytest.fixture(scope="module")
-def cpu_kernels():
-    """The kernels on the CPU build only (launch records and argument checks)."""
-    if cuda_on_cpu.compiler() is None:
-        pytest.skip("needs g++")
-    return gpu.Kernels(cuda_on_cpu.CpuBackend())
-
-
-@pytest.fixture(scope="module")
-def host():
-    if ext.native is None:
-        pytest.fail("the C extension is not built: run `pip install -e .`")
-    return ext.native
 
 
 def arrays(dtype, n, count, seed=0):
