@@ -14,11 +14,13 @@ an error quotes.
 import json
 import os
 import selectors
+import signal
 import subprocess
 import tempfile
 import time
 
 SERVERS_EXIT_WITHIN = 20    # seconds the scheduler and servers get after the workers end
+_STOPS = {signal.SIGINT, signal.SIGTERM}
 
 
 class JobError(RuntimeError):
@@ -37,8 +39,16 @@ class Job:
         """Start `argv` as `name` inside `host` (its PID is the process's own)."""
         err = open(os.path.join(self.dir.name, f"{name}.err"), "w")
         out = subprocess.PIPE if worker else err
-        self.procs[name] = subprocess.Popen(host.argv(*argv), env=env, stdout=out, stderr=err,
-                                            stdin=subprocess.PIPE, text=True)
+        # Ctrl-C (or SIGTERM) between the fork and the line below would leave a child
+        # nobody knows to kill: hold those signals until it is recorded (the child gets
+        # them back before it execs)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+        try:
+            self.procs[name] = subprocess.Popen(
+                host.argv(*argv), env=env, stdout=out, stderr=err, stdin=subprocess.PIPE,
+                text=True, preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, held))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         err.close()
         if worker:
             self.workers.add(name)

@@ -113,8 +113,18 @@ def test_an_interrupted_run_ends_its_processes_and_deletes_its_namespaces(needs_
                 proc.communicate()
                 netlab.sweep_stale(links.PREFIX)     # its namespaces and what runs there
     assert not namespaces(prefix), namespaces(prefix)
-    left = [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
+    left = [pid for pid in pids if running(pid)]
     assert not left, f"processes of the job left running: {left}"
+
+
+def running(pid):
+    """Whether `pid` is a live process: a zombie (killed, its parent gone, not yet reaped
+    by init) runs nothing."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
 
 
 def pids_in(namespace):
