@@ -33,7 +33,8 @@ def needs_namespaces():
 def harness(*args):
     """The harness as a process of its own (its PID names its namespaces)."""
     return subprocess.Popen([sys.executable, SCRIPT, *args], text=True,
-                            env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=ROOT, PYTHONFAULTHANDLER="1"),
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
 
 
@@ -102,7 +103,13 @@ def test_an_interrupted_run_ends_its_processes_and_deletes_its_namespaces(needs_
     try:
         pids = wait_for_job(prefix, within=90)
         proc.send_signal(signal.SIGINT)                   # Ctrl-C
-        proc.communicate(timeout=60)
+        try:
+            proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            # where was it stuck? (PYTHONFAULTHANDLER: SIGABRT prints every thread's stack)
+            proc.send_signal(signal.SIGABRT)
+            _, err = proc.communicate(timeout=30)
+            pytest.fail(f"the harness did not end within 120 s of Ctrl-C:\n{err[-6000:]}")
     finally:
         if proc.poll() is None:          # the wait failed: still let it clean up, then kill
             proc.send_signal(signal.SIGINT)
