@@ -34,8 +34,14 @@ def harness(*args):
     """The harness as a process of its own (its PID names its namespaces)."""
     return subprocess.Popen([sys.executable, SCRIPT, *args], text=True,
                             env=dict(os.environ, PYTHONPATH=ROOT, PYTHONFAULTHANDLER="1"),
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, preexec_fn=_ctrl_c_as_at_a_terminal)
+
+
+def _ctrl_c_as_at_a_terminal():
+    # A suite started in the background (`nohup ... &`) ignores SIGINT, and an ignored
+    # signal stays ignored across exec: the harness would never see the test's Ctrl-C.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_harness(*args, within=120):
