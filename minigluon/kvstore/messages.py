@@ -70,6 +70,14 @@ def _json_object(label, body):
     return value
 
 
+def _rank(label, obj):
+    """obj's 'rank': an int >= 0."""
+    rank = _take(label, obj, "rank", (int,))
+    if rank < 0:
+        raise _fail(label, f"'rank' must be >= 0, got {rank}")
+    return rank
+
+
 def _take(label, obj, key, types, optional=False):
     """obj[key], checked to be one of `types` (bool is no int here); None if optional and
     absent or null."""
@@ -277,9 +285,7 @@ class WorkerJoined:
     @classmethod
     def decode(cls, body):
         news = _json_object(cls.LABEL, body)
-        rank = _take(cls.LABEL, news, "rank", (int,))
-        if rank < 0:
-            raise _fail(cls.LABEL, f"'rank' must be >= 0, got {rank}")
+        rank = _rank(cls.LABEL, news)
         return cls(rank, _take(cls.LABEL, news, "identity", (str,)),
                    _take(cls.LABEL, news, "restarts", (int,)))
 
@@ -326,9 +332,7 @@ class ServerEntry:
     @classmethod
     def decode(cls, body):
         news = _json_object(cls.LABEL, body)
-        rank = _take(cls.LABEL, news, "rank", (int,))
-        if rank < 0:
-            raise _fail(cls.LABEL, f"'rank' must be >= 0, got {rank}")
+        rank = _rank(cls.LABEL, news)
         tcp = _take(cls.LABEL, news, "tcp", (str,))
         if not tcp.startswith("tcp://"):
             raise _fail(cls.LABEL, f"'tcp' must be a tcp:// address, got {_short(tcp)}")

@@ -537,12 +537,7 @@ class Scheduler:
             raise ValueError(f"a worker registered as restart {info.restart} "
                              "(MINIGLUON_RESTART_COUNT), but this job takes no replacements; "
                              "start the job with minigluon-launch --max-restarts N")
-        old = next((n for n in self._role("worker") if n.rank is not None
-                    and n.rank == info.rank_hint and n.state in ("up", "restarting")), None)
-        if old is None or not self._ranked:
-            raise ValueError(f"a restarted worker claims MINIGLUON_LAUNCH_RANK="
-                             f"{info.rank_hint!r}, which names no running or lost worker of "
-                             "this job; give it the rank of the worker it replaces")
+        old = self._claimed("worker", info, ("up", "restarting"), "running or lost worker")
         del self._nodes[old.identity]
         self._barrier = [(i, r) for i, r in self._barrier if i != old.identity]
         node = self._nodes[identity] = _Node(identity, msg.req, info)
@@ -557,6 +552,16 @@ class Scheduler:
                           self._server_table(), self.token, None)
         self.van.reply(identity, Message(Cmd.BYTES, req=node.req, payload=[table.encode()]))
 
+    def _claimed(self, role, info, states, what):
+        """The node of `role` whose rank a restarted process claims (in one of `states`)."""
+        old = next((n for n in self._role(role) if n.rank is not None
+                    and n.rank == info.rank_hint and n.state in states), None)
+        if old is None or not self._ranked:
+            raise ValueError(f"a restarted {role} claims MINIGLUON_LAUNCH_RANK="
+                             f"{info.rank_hint!r}, which names no {what} of this job; give "
+                             f"it the rank of the {role} it replaces")
+        return old
+
     def _replace_server(self, identity, msg, info):
         """A restarted server takes back the range of the lost one it replaces: the servers
         are told where it listens (SERVER_JOINED); its range's holder copies it there and
@@ -566,12 +571,7 @@ class Scheduler:
                              "(MINIGLUON_RESTART_COUNT), but this job takes no replacement "
                              "servers; they need minigluon-launch --max-restarts N and "
                              "MINIGLUON_PS_REPLICAS=1")
-        old = next((n for n in self._role("server") if n.rank is not None
-                    and n.rank == info.rank_hint and n.state in ("up", "lost")), None)
-        if old is None or not self._ranked:
-            raise ValueError(f"a restarted server claims MINIGLUON_LAUNCH_RANK="
-                             f"{info.rank_hint!r}, which names no server of this job; give "
-                             "it the rank of the server it replaces")
+        old = self._claimed("server", info, ("up", "lost"), "server")
         if old.state == "up":       # the launcher saw it die before its heartbeats stopped
             self._lost(old, f"its replacement (pid {info.pid}) registered: the launcher "
                             "saw it exit")
