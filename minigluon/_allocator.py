@@ -3,8 +3,12 @@
 A training step allocates and frees the same large arrays every iteration. glibc serves
 blocks above 128 KiB with fresh mmap()s and trims the heap eagerly, so every step pays
 thousands of page faults (each zero-fills memory) — measured here at 18-26% of a LeNet
-step. Raising the mmap threshold to its maximum (32 MiB) and the trim threshold to 1 GiB
-lets freed blocks be reused, as PyTorch's caching allocator does for its tensors.
+step. Raising the mmap threshold to its maximum (32 MiB) and switching trimming off lets
+freed blocks be reused, as PyTorch's caching allocator does for its tensors. A trim
+threshold of 1 GiB was not enough: a hybridized ResNet-18 step at batch 16 frees about
+1.1 GB at once when its graph's values go, the heap was trimmed, and the next step faulted
+it all in again (160,000 faults, 12% of the step; tests/test_allocator_keeps_memory.py).
+The price: a process keeps its peak heap until it exits.
 MINIGLUON_MALLOC_TUNING=0 turns this off.
 """
 import ctypes
@@ -16,7 +20,7 @@ from . import config
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _MMAP_THRESHOLD = 32 << 20
-_TRIM_THRESHOLD = 1 << 30
+_TRIM_THRESHOLD = -1        # glibc reads it as SIZE_MAX: never trim
 
 
 def tune():
