@@ -105,7 +105,8 @@ class _State:
 
 def _refresh(now):
     cap = config.compute_threads()
-    if config.adaptive_threads():
+    # one thread allowed: nothing to adapt, so no look at /proc (~90 us a sample)
+    if config.adaptive_threads() and cap > 1:
         if _State.free is None:
             _State.free = FreeCores(config.usable_cores(), os.cpu_count() or 1)
         cap = min(cap, _State.free.sample())
