@@ -399,7 +399,7 @@ class KVStoreDist(KVStore):
         self._flags = self._mode.wire_flags
         self._optimizer_set = False
         self._compressor = None
-        self._bound = config.kvstore_bigarray_bound()
+        self._bound = config.kvstore_split_bound()
         self._staging = staging.Staging()          # pinned host buffers of GPU arrays, per key
 
     # ---- identity -------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Where each key lives: the server of a small key, the slices of a big one.
 
-A key with at most MXNET_KVSTORE_BIGARRAY_BOUND elements lives whole on one server, picked
+A key with at most MXNET_KVSTORE_BIGARRAY_BOUND elements (default 131072 here,
+`config.kvstore_split_bound`) lives whole on one server, picked
 by a hash of the key that every worker computes alike. A bigger key is cut into
 `num_servers` contiguous slices of (nearly) equal size, slice i on server i. The slices of
 a row_sparse key hold whole rows (`row` = the elements of one row), so that each server

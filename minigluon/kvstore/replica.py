@@ -284,7 +284,7 @@ class Replication:
         """The server whose range the slice of an INIT belongs to (partition.py's plan)."""
         size = math.prod(msg.shape)
         for server, off, n in plan(msg.key, size, self.server.po.num_servers,
-                                   config.kvstore_bigarray_bound()):
+                                   config.kvstore_split_bound()):
             if (off, n) == (msg.offset, msg.length):
                 return server
         return None
