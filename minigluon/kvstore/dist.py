@@ -47,7 +47,9 @@ until its reply, and when the scheduler says a server was lost (FAILOVER) sends 
 requests to the server that holds the copy of its range from then on, the unanswered
 ones again, until the scheduler says the lost server's replacement serves it (SERVER_BACK:
 connect to it, send it the unanswered ones meant for it); a payload of 64 KiB and more that is the caller's memory is copied first (a
-dist_sync push is acknowledged only once its whole round is copied).
+dist_sync push is acknowledged only once its whole round is copied). A replacement worker
+started while another server stands in for a lost one (its node table's `stand_ins`)
+sends that range's requests there from the start, as after a FAILOVER.
 
 PS_RESEND=1 sends unanswered requests again (van.py, resender.py); a request's payload of
 64 KiB and more is the caller's or this store's buffer, which is reused only after the
@@ -118,14 +120,18 @@ class _WorkerNode:
             raise KVStoreError(f"DMLC_ROLE={role}: a {role} process serves the job when "
                                "minigluon is imported and never creates a kvstore")
         self.po.connect_servers()
-        if config.ps_replicas():       # a lost server's requests go to its replica
-            self.po.van.keep_requests = True
-            self.po.notices[Cmd.FAILOVER] = self._failover
-            self.po.notices[Cmd.SERVER_BACK] = self._server_back
         self.segments = []          # shared memory this worker made (unlinked at exit)
         self.named = {}             # segment name -> Segment
+        self.shm = self.shm_probed = [False] * self.po.num_servers   # until probed
+        if config.ps_replicas():       # a lost server's requests go to its replica
+            self.po.van.keep_requests = True
+            self._stand_in()
+            self.po.listen(Cmd.FAILOVER, self._failover)
+            self.po.listen(Cmd.SERVER_BACK, self._server_back)
         self.shm = self._probe_shm()
-        self.shm_probed = list(self.shm)    # a replacement server runs on the same host
+        self.shm_probed = list(self.shm)    # kept for a replacement server on the same host
+        for lost, _ in self.po.stand_ins:   # its probe was answered by the holder
+            self.shm[lost] = self.shm_probed[lost] = False
         self.resume = self._ask_resume(config.restart_count())
         self.stores = 0
         self.closed = False
@@ -183,7 +189,7 @@ class _WorkerNode:
         if not restarts:
             return ResumeState()
         points = []
-        reqs = [self.po.van.request(server_name(rank), Message(Cmd.RESUME),
+        reqs = [self.po.van.request(server_name(rank), Message(Cmd.RESUME, key=rank),
                                     "the servers' count of this rank's steps (restart)",
                                     on_reply=lambda msg: points.append(
                                         ResumePoint.decode(msg.body())))
@@ -198,6 +204,14 @@ class _WorkerNode:
         self.po.van.log.warning("restart %d of this rank: resuming after step %d%s, %d "
                                 "barriers passed", restarts, step, note, barriers)
         return resume
+
+    def _stand_in(self):
+        """A replacement worker whose node table says another server serves a lost one's
+        range (it missed the FAILOVER): send that range's requests there, as FAILOVER does."""
+        for lost, holder in self.po.stand_ins:
+            self.po.van.reroute(server_name(lost), server_name(holder))
+            self.po.van.log.warning("server %d's range is served by server %d (it was lost "
+                                    "before this worker started)", lost, holder)
 
     def _failover(self, msg):
         """Server `lost` is gone: send its requests, and those it had not answered, to the
@@ -227,7 +241,8 @@ class _WorkerNode:
         moved = self.po.van.restore(name, self._unshared)
         for seg in self.segments:            # the replacement maps new ones (same host)
             seg.stale = seg.stale or seg.server == news.rank
-        self.shm[news.rank] = self.shm_probed[news.rank]
+        probed_on = self.po.servers[news.rank]["hostid"]    # a spare host maps none
+        self.shm[news.rank] = self.shm_probed[news.rank] and news.hostid == probed_on
         self.po.van.log.warning("server %d is back (its replacement serves its range); "
                                 "%d requests sent there again", news.rank, moved)
 

@@ -48,7 +48,8 @@ __all__ = ["Handback"]
 _PARK_SECONDS = 30.0      # how long a request for a range handed back is kept
 _PARK_LIMIT = 4096        # requests kept at most
 _KEY_CMDS = (Cmd.INIT, Cmd.INIT_WAIT, Cmd.PUSH, Cmd.PULL)
-_STORE_CMDS = (Cmd.SET_OPTIMIZER, Cmd.SET_LR, Cmd.GET_STATES, Cmd.SET_STATES)
+_STORE_CMDS = (Cmd.SET_OPTIMIZER, Cmd.SET_LR, Cmd.GET_STATES, Cmd.SET_STATES,
+               Cmd.RESUME)     # (a replacement worker's RESUME names the server's rank too)
 
 
 class Handback:

@@ -7,7 +7,8 @@ lives in one place:
 
     REGISTER            Registration   JSON {role, host, hostid, pid, rank_hint, ...,
                                        rejoin: {identity, rank, steps, barriers}}
-    BYTES to REGISTER   NodeTable      JSON {rank, num_workers, num_servers, servers, token}
+    BYTES to REGISTER   NodeTable      JSON {rank, num_workers, num_servers, servers, token,
+                                       workers, stand_ins: [[lost rank, holder rank]]}
     NODE_LOST           NodeLost       JSON {lost, reason, workers_left}
     WORKER_JOINED       WorkerJoined   JSON {rank, identity, restarts}
     FAILOVER            Failover       JSON {lost, to, reason}
@@ -188,13 +189,17 @@ class Registration:
 class NodeTable:
     """The scheduler's BYTES reply to REGISTER: the node's rank, the job's size, every
     server's {rank, tcp, ipc, hostid}, the job token, and for servers the workers'
-    identities (None for workers)."""
+    identities (None for workers). `stand_ins`, to a replacement worker: ((lost, holder),
+    ...) for each server whose range another serves now (its replica after a failover,
+    until its replacement took the range back), so that it sends that range's requests
+    there, as the workers told of the FAILOVER do."""
     rank: int
     num_workers: int
     num_servers: int
     servers: tuple
     token: bytes
     workers: tuple = None
+    stand_ins: tuple = ()
 
     LABEL = "node table (the BYTES reply to REGISTER)"
 
@@ -204,6 +209,8 @@ class NodeTable:
                   "token": self.token.hex()}
         if self.workers is not None:
             fields["workers"] = list(self.workers)
+        if self.stand_ins:
+            fields["stand_ins"] = [list(pair) for pair in self.stand_ins]
         return _encode_json(fields)
 
     @classmethod
@@ -218,7 +225,18 @@ class NodeTable:
             if not all(isinstance(w, str) for w in workers):
                 raise _fail(cls.LABEL, f"'workers' must hold str identities, got {_short(workers)}")
             workers = tuple(workers)
-        return cls(*counts, servers, token, workers)
+        stand_ins = cls._stand_ins(table.get("stand_ins") or [], counts[2])
+        return cls(*counts, servers, token, workers, stand_ins)
+
+    @classmethod
+    def _stand_ins(cls, pairs, num_servers):
+        ok = isinstance(pairs, list) and all(
+            isinstance(p, list) and len(p) == 2 and p[0] != p[1] and all(
+                type(r) is int and 0 <= r < num_servers for r in p) for p in pairs)
+        if not ok:
+            raise _fail(cls.LABEL, f"'stand_ins' must be [lost, holder] pairs of two server "
+                                   f"ranks below {num_servers}, got {_short(pairs)}")
+        return tuple(tuple(p) for p in pairs)
 
     @classmethod
     def _server(cls, entry):

@@ -160,6 +160,7 @@ class PostOffice:
         self.num_servers = env.num_server
         self.token = None
         self.servers = []                 # node-table entries of the servers
+        self.stand_ins = ()               # (lost, holder): server ranges served by another
         self.workers = []                 # servers: the workers' identities, by rank
         self.sync = True                  # workers: whether the first store is dist_sync
         self.clock = StepClock()          # workers: steps so far (dist.py counts them)
@@ -175,6 +176,7 @@ class PostOffice:
         if config.max_restarts():
             self.van.resendable.add("scheduler")
         self.notices = {}                 # Cmd -> handler(msg) of the scheduler's news
+        self._early = []                  # news of _KEPT kinds that came before a handler
         self.identity = f"{self.role}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
     @property
@@ -222,6 +224,7 @@ class PostOffice:
         self.van.set_job_nonce(self.token)
         self.servers = list(table.servers)
         self.workers = list(table.workers or ())
+        self.stand_ins = table.stand_ins
         self.van.sender = self.rank
         self.van.label = f"[{self.role} {self.rank}]"
         self.van.log.extra["label"] = self.van.label
@@ -308,11 +311,23 @@ class PostOffice:
             logging.shutdown()
             os._exit(1)
 
+    def listen(self, cmd, handler):
+        """Hand the scheduler's news of kind `cmd` to `handler(msg)` from now on, beginning
+        with any that came before (with the node table, while registering)."""
+        self.notices[cmd] = handler
+        early = [m for m in self._early if m.cmd == cmd]
+        self._early = [m for m in self._early if m.cmd != cmd]
+        for msg in early:
+            handler(msg)
+
     def _on_notice(self, source, msg):
         handler = self.notices.get(msg.cmd) if source == "scheduler" else None
         if handler is not None:
             handler(msg)
             return
+        if msg.cmd in _KEPT and source == "scheduler":
+            self._early.append(msg)       # a replacement worker's SERVER_BACK may come in
+            return                        # the same poll as its node table
         if msg.cmd == Cmd.NODE_LOST and source == "scheduler":
             try:
                 news = NodeLost.decode(msg.body())
@@ -324,6 +339,9 @@ class PostOffice:
                                  news.workers_left)
             return
         self.van.log.warning("ignored unexpected %r from %r", msg, source)
+
+
+_KEPT = (Cmd.FAILOVER, Cmd.SERVER_BACK)     # news kept until a handler listens (`listen`)
 
 
 def server_address(entry):

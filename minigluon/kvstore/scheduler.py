@@ -37,7 +37,12 @@ MINIGLUON_RESTART_COUNT > 0 and a server's rank takes it over (the lost one fail
 first if its heartbeats had not stopped yet); the other servers are told where it listens
 (SERVER_JOINED), the one that holds its range copies it back and reports it
 (HANDED_BACK), and the workers are told to send it its requests (SERVER_BACK;
-handback.py). A server lost while a handback is under way ends the job.
+handback.py). A server lost while a handback is under way ends the job. A replacement
+worker that registers while a lost server's range is served by another (after the
+FAILOVER, until HANDED_BACK: a host with a worker and a server was lost) finds those
+ranges in its node table (`stand_ins`). Under minigluon-launch, a loss prints the node
+table at once (telemetry), so that the launcher can end the ssh session of a process on
+a host that stopped answering and start it on a spare host (docs/restarts.md).
 
 A restarted scheduler (MINIGLUON_RESTART_COUNT > 0: minigluon-launch --max-restarts started
 it again after it died) binds the same address, retrying while the port is briefly held,
@@ -242,16 +247,20 @@ class Scheduler:
         return [n for n in self._nodes.values()
                 if n.role == role and (state is None or n.state == state)]
 
-    def _report(self):
-        """Under minigluon-launch: the node table and heartbeat ages, once a second."""
-        if not self._telemetry.due():
+    def _report(self, force=False):
+        """Under minigluon-launch: the node table and heartbeat ages, once a second, and
+        at once when a node was lost (`force`): the launcher ends the ssh session of a
+        process lost on a host that stopped answering (procgroup.py). `restart` tells a
+        process from its replacement."""
+        if not (force or self._telemetry.due()):
             return
         now = time.monotonic()
         self._telemetry.send({"nodes": [
             {"role": n.role, "rank": n.rank if n.rank is not None else n.info.rank_hint,
              "host": n.info.host, "pid": n.info.pid, "state": n.state,
-             "age_s": round(now - n.seen, 3), "steps": n.steps or 0}
-            for n in self._nodes.values()]})
+             "restart": n.info.restart, "age_s": round(now - n.seen, 3),
+             "steps": n.steps or 0}
+            for n in self._nodes.values()]}, force=force)
 
     # ---- liveness ---------------------------------------------------------------------
     def _heartbeat(self, identity, msg):
@@ -340,6 +349,7 @@ class Scheduler:
             self._drop(node, reason)
         else:
             self._abort(f"{reason}; the scheduler ended the job", node)
+        self._report(force=True)
 
     def _hold(self, node, reason):
         """Restarts allowed: keep the job, and the lost worker's place, for its
@@ -549,8 +559,16 @@ class Scheduler:
         for server in self._role("server", "up"):
             self.van.reply(server.identity, Message(Cmd.WORKER_JOINED, payload=[news]))
         table = NodeTable(node.rank, self.env.num_worker, self.env.num_server,
-                          self._server_table(), self.token, None)
+                          self._server_table(), self.token, None, self._stand_ins())
         self.van.reply(identity, Message(Cmd.BYTES, req=node.req, payload=[table.encode()]))
+
+    def _stand_ins(self):
+        """((lost rank, holder rank), ...) of the server ranges another server serves now,
+        for a replacement worker that missed the FAILOVER: a lost server's (its replica
+        serves it) and one being handed back (the holder serves it until HANDED_BACK,
+        after which the replacement worker hears SERVER_BACK as every worker does)."""
+        ranks = {n.rank for n in self._role("server", "lost")} | set(self._handbacks)
+        return tuple((r, replica_of(r, self.env.num_server)) for r in sorted(ranks))
 
     def _claimed(self, role, info, states, what):
         """The node of `role` whose rank a restarted process claims (in one of `states`)."""

@@ -369,8 +369,12 @@ class KVServer:
 
     def _resume(self, identity, msg):
         """How far the asking worker's rank got: the fewest and most pushes of it that
-        this server's keys took."""
-        counts = [state.held.get(msg.sender, 0) for state in self.keys.values()]
+        this server's keys took (or, re-routed here, the copied range of the lost server
+        it was meant for: the key names that server's rank)."""
+        owner = self._meant_for(msg)
+        states = self.keys.values() if owner is None else \
+            [s for s in self.replication.copies.values() if s.owner == owner]
+        counts = [state.held.get(msg.sender, 0) for state in states]
         point = ResumePoint(len(counts), min(counts, default=0), max(counts, default=0))
         self.van.reply(identity, Message(Cmd.BYTES, req=msg.req, payload=[point.encode()]))
 

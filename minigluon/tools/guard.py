@@ -9,6 +9,10 @@ happens it stops the whole group (SIGTERM, a grace period, then SIGKILL):
   the launcher armed it, and by watching its parent's PID everywhere;
 - with `--remote`, its standard input closes (the ssh connection to the launcher is gone).
 
+With `--remote` it also writes one marker line (STARTED_MARKER, with the command's PID) once
+the command runs: the launcher's proof that ssh opened the session, so that an ssh that
+fails later is a connection lost, not a host it could not reach (hostpool.py).
+
 With `--stats`, the command gets a private MINIGLUON_LAUNCH_STATS_DIR, and the files it
 leaves there (a worker's step times) go back to the launcher as marker lines on stdout once
 it ended: how a remote worker's numbers reach the launcher's end-of-job table.
@@ -40,6 +44,7 @@ PR_SET_PDEATHSIG = 1
 STATS_ENV = "MINIGLUON_LAUNCH_STATS_DIR"
 STATS_MARKER = b"@@minigluon-stats "  # written here and by mpi_role, read by the launcher
 STATS_FILE_LIMIT = 16384  # bytes relayed per file: a step-time report is a few hundred
+STARTED_MARKER = b"@@minigluon-started "  # a remote guard: its command runs (ssh connected)
 
 
 def set_parent_death_signal(signum=signal.SIGTERM):
@@ -160,6 +165,9 @@ class Supervisor:
         if self.reason is not None:  # told to stop before the command even started
             return -signal.SIGTERM
         child = self._spawn()
+        if self.watch_stdin:   # over ssh: tells the launcher the session was opened
+            _write_lines(sys.stdout.buffer, None,
+                         [STARTED_MARKER + json.dumps({"pid": child.pid}).encode()])
         while True:
             self._wait_events()
             if os.getppid() != parent and self.reason is None:

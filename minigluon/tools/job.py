@@ -42,11 +42,22 @@ class Job:
     state: Optional[object] = None  # jobstate.JobState: the live picture, fed by telemetry
     telemetry: bool = True          # processes write telemetry lines (telemetry.py)
     max_restarts: int = 0           # --max-restarts: lost workers the job may replace
+    spare_hosts: int = 0            # --spare-hosts: the last N hosts start nothing at first
     token: str = field(default_factory=lambda: secrets.token_hex(16))   # TOKEN_ENV
 
     def placements(self, hosts):
         """Servers and workers on `hosts`, cycling as the FAQ describes."""
         return place(hosts, self.num_servers, self.num_workers)
+
+    @property
+    def placed_hosts(self):
+        """The hosts the job starts on: the host file's, less the spares at its end."""
+        return self.hosts[:len(self.hosts) - self.spare_hosts]
+
+    @property
+    def spares(self):
+        """The hosts kept for replacements of processes whose host was lost."""
+        return self.hosts[len(self.hosts) - self.spare_hosts:] if self.spare_hosts else []
 
     def dmlc_env(self, role=None, node_host=None, rank=None):
         """The DMLC_* variables of one process (`role` None: all but DMLC_ROLE).

@@ -85,6 +85,11 @@ def build_parser():
                    "on the same port, up to N times in all (torchrun's name); the job "
                    "resumes where it was (local and ssh launchers; default 0: a failure "
                    "ends the job). See docs/restarts.md")
+    p.add_argument("--spare-hosts", type=_positive(int), default=0, metavar="N",
+                   help="ssh, with --max-restarts: keep the last N hosts of the host file "
+                   "free; a lost process whose host is unreachable is restarted on one of "
+                   "them, and a host found down is not used again (default 0). See "
+                   "docs/restarts.md, \"Host loss\"")
     p.add_argument("--grace", type=_positive(float), default=3.0,
                    help="seconds between SIGTERM and SIGKILL when stopping (default 3)")
     p.add_argument("--shutdown-timeout", type=_positive(float), default=10.0,
@@ -162,13 +167,34 @@ def build_job(args):
         raise LaunchError("--launcher local runs everything on this host; help: drop "
                           "-H/--hostfile, or use --launcher ssh")
     _check_replicas(args.num_servers)
+    hosts = read_hostfile(args.hostfile) if args.hostfile else []
+    _check_spares(args, hosts)
     return Job(num_workers=args.num_workers, num_servers=args.num_servers,
-               command=args.command, hosts=read_hostfile(args.hostfile) if args.hostfile else [],
+               command=args.command, hosts=hosts, spare_hosts=args.spare_hosts,
                secret=job_secret(), interface=args.interface,
                extra_env=parse_env(args.env), grace=args.grace,
                server_command=args.server_command, scheduler_command=args.scheduler_command,
                ssh_options=args.ssh_option, sync_dst_dir=args.sync_dst_dir,
                remote_python=args.remote_python, max_restarts=args.max_restarts)
+
+
+def _check_spares(args, hosts):
+    """--spare-hosts: an ssh job with restarts, and a host file with hosts to spare."""
+    if not args.spare_hosts:
+        return
+    if args.launcher != "ssh":
+        raise LaunchError(f"--spare-hosts works with --launcher ssh only, not "
+                          f"{args.launcher}; help: list the hosts, spares last, in a host "
+                          "file (-H) and use --launcher ssh")
+    if not args.max_restarts:
+        raise LaunchError(f"--spare-hosts {args.spare_hosts} needs --max-restarts N: a "
+                          "spare host takes the restart of a process whose host was lost; "
+                          "help: add --max-restarts 2, say")
+    if args.spare_hosts >= len(hosts):
+        raise LaunchError(f"--spare-hosts {args.spare_hosts} leaves no host to start on: "
+                          f"the host file {args.hostfile} lists {len(hosts)}; help: list the "
+                          "hosts to start on first and the spares last, more hosts than "
+                          "--spare-hosts")
 
 
 def _check_replicas(num_servers):
@@ -231,7 +257,7 @@ def _dashboard(address, snapshot, secret):
 def _supervise(job, tasks, bar, shutdown_timeout):
     """Start `tasks` and supervise them until the job ends; its Outcome."""
     with ProcessGroup(grace=job.grace, state=job.state, display=bar,
-                      max_restarts=job.max_restarts) as group:
+                      max_restarts=job.max_restarts, spares=job.spares) as group:
         for task in tasks:
             if group.interrupted:
                 break
@@ -247,6 +273,8 @@ def _describe(job, tasks):
     lines = [f"scheduler at {job.root_uri}:{job.port}, {job.num_servers} servers, "
              f"{job.num_workers} workers"]
     lines += [f"{t.label} on {t.host}: {' '.join(t.argv)[:300]}" for t in tasks]
+    if job.spares:
+        lines.append(f"spare hosts: {', '.join(str(h) for h in job.spares)}")
     sys.stderr.write("".join(f"{PROG}: {line}\n" for line in lines))
 
 

@@ -18,6 +18,13 @@ end the job: its replica serves its range (docs/replicas.md), and while the rest
 budget lasts a replacement with the same rank is started on the same host, which takes
 the range back; without budget, the first failed server is left to its replica. The
 scheduler ends the job if it cannot go on.
+
+Over ssh, a restart goes to a spare host (`spares`, hostpool.py) when the process's host
+is down: ssh could not connect there (status 255 before the remote guard's started line;
+such a replacement is started on a spare without using the budget, as it never ran), ssh
+lost the session (255 after it), or the scheduler declared the process lost while its ssh
+session still hung, in which case the launcher ends that ssh client by PID first
+(docs/restarts.md, "Host loss").
 """
 import collections
 import json
@@ -33,7 +40,8 @@ from functools import partial
 from typing import Callable, Optional
 
 from .. import config
-from .guard import STATS_MARKER, Lines, arm_for_parent, describe
+from .guard import STARTED_MARKER, STATS_MARKER, Lines, arm_for_parent, describe
+from .hostpool import SSH_FAILED, HostPool
 from .job import FINISHED_ENV, RESTART_ENV
 from ..telemetry import split_line
 
@@ -58,6 +66,8 @@ class Task:
     env: dict
     stdin_line: Optional[bytes] = None  # sent once; stdin then stays open until stop (ssh)
     diagnose: Optional[Callable] = None  # tail lines -> 'help: ...' or None
+    move: Optional[Callable] = None      # ssh: Host -> this task on that host
+    restart: int = 0                     # its rank's restarts before it (RESTART_ENV)
 
     @property
     def primary(self):
@@ -69,9 +79,15 @@ class Task:
         its remote guard reads from stdin."""
         more = {RESTART_ENV: str(count), **(extra or {})}
         if self.stdin_line is None:
-            return replace(self, env={**self.env, **more})
+            return replace(self, env={**self.env, **more}, restart=count)
         remote_env = {**json.loads(self.stdin_line), **more}
-        return replace(self, stdin_line=json.dumps(remote_env).encode() + b"\n")
+        return replace(self, stdin_line=json.dumps(remote_env).encode() + b"\n",
+                       restart=count)
+
+    def moved(self, host):
+        """This task, with its restart count, on `host` (ssh tasks only)."""
+        fresh = self.move(host)
+        return fresh.restarted(self.restart) if self.restart else fresh
 
     @property
     def demux(self):
@@ -127,6 +143,10 @@ class Member:
         self.pgid = popen.pid  # start_new_session: the child leads its own group
         self.stopped = False
         self.replaced = False  # it failed and a replacement was started
+        self.connected = task.move is None  # ssh: its remote guard said it started
+        self.remote_pid = None              # ssh: the command's PID on its host
+        self.hung = False      # the scheduler lost it while its ssh session hung: ended
+        self.unplaceable = None  # why it could not be restarted: its host down, no spare
 
     @property
     def returncode(self):
@@ -180,9 +200,10 @@ class ProcessGroup:
     """
 
     def __init__(self, grace=3.0, stdout=None, stderr=None, state=None, display=None,
-                 max_restarts=0):
+                 max_restarts=0, spares=()):
         self.grace = grace
         self.max_restarts = max_restarts
+        self.hosts = HostPool(spares)           # spare hosts, and hosts found down
         self.restarts = collections.Counter()   # label -> restarts of that worker
         self.replicas = config.ps_replicas()
         self.spare_servers = self.replicas   # servers lost without a replacement that the
@@ -250,7 +271,8 @@ class ProcessGroup:
             if self.display is not None:
                 self.display.tick()
             first = next((m for m in self._exit_order if m.failed), None)
-            if first is not None and not self.interrupted and self._restart(first):
+            if first is not None and not self.interrupted and \
+                    (self._relocate(first) or self._restart(first)):
                 continue
             if self.interrupted or first:
                 return self._finish(first)
@@ -265,24 +287,91 @@ class ProcessGroup:
 
     def _restart(self, member):
         """Start a failed worker or server, or a killed scheduler, again while the job's
-        restart budget lasts; whether it was (or, a server with replicas and no budget
-        left, whether the job goes on without it)."""
+        restart budget lasts (on a spare host if its host is down); whether it was (or, a
+        server with replicas and no budget left, whether the job goes on without it)."""
         task = member.task
         used = sum(self.restarts.values())
         if not _restartable(member, self.replicas) or used >= self.max_restarts:
             return self._go_on_without(member)
+        try:
+            spare = self._spare_for(member)
+        except LookupError as err:
+            member.unplaceable = str(err)
+            self._note(task.label, f"{task.label} failed ({describe(member.returncode)}); "
+                       f"cannot restart it: {err}")
+            return False
         member.replaced = True
         self.restarts[task.label] += 1
         count = self.restarts[task.label]
-        where = " on the same address" if task.role == "scheduler" else ""
+        where = " on the same address" if task.role == "scheduler" else \
+            f" on spare host {spare} (host {task.host} is down)" if spare else ""
         meanwhile = "; its replica serves its key range until the replacement takes it " \
             "back (MINIGLUON_PS_REPLICAS=1)" if task.role == "server" else ""
         self._note(task.label, f"{task.label} failed ({describe(member.returncode)}); "
                    f"restarting it{where} (restart {used + 1} of {self.max_restarts}, "
                    f"--max-restarts){meanwhile}")
         extra = {FINISHED_ENV: self._finished_workers()} if task.role == "scheduler" else None
-        self.start(task.restarted(count, extra))
+        self.start((task.move(spare) if spare else task).restarted(count, extra))
         return True
+
+    def _spare_for(self, member):
+        """The spare host that `member`'s replacement starts on, or None for its own host
+        (it answers, or no spares were given: as without --spare-hosts); LookupError when
+        its host is down and no spare is left. A host is down once the scheduler lost a
+        process there while its ssh session hung, or ssh itself failed (status 255)."""
+        task = member.task
+        if task.move is None or not self.hosts.spares:
+            return None
+        if member.hung or member.returncode == SSH_FAILED:
+            self.hosts.mark_down(task.host)
+        return self.hosts.host_for(task.host)
+
+    def _relocate(self, member):
+        """ssh could not open a session to `member`'s host (255 before its remote guard
+        started): with a spare host left, the same task starts there, using no restart
+        (it never ran); whether it did."""
+        task = member.task
+        if task.move is None or member.connected or member.returncode != SSH_FAILED \
+                or not self.hosts.spares:
+            return False
+        self.hosts.mark_down(task.host)
+        spare = self.hosts.spare()
+        if spare is None:       # _restart says so, or the budget's end does
+            return False
+        member.replaced = True
+        self._note(task.label, f"ssh could not start {task.label} on {task.host} (exit "
+                   f"code {SSH_FAILED}); starting it on spare host {spare} instead (not a "
+                   "restart: it never ran there)")
+        self.start(task.moved(spare))
+        return True
+
+    def _notice_losses(self, nodes):
+        """The scheduler's node table (telemetry): a process it declared lost whose ssh
+        session still runs sits on a host that stopped answering (a dead link makes ssh
+        wait for its keepalives, 15 s by default). End that ssh client by PID now, so
+        that the loss is handled as its exit (a restart, on a spare host)."""
+        if not self.max_restarts:
+            return
+        for node in nodes if isinstance(nodes, list) else ():
+            member = self._hung_member(node)
+            if member is None:
+                continue
+            member.hung = True
+            self._note(member.task.label, f"the scheduler lost {member.task.label} (pid "
+                       f"{node.get('pid')} on {member.task.host}) while its ssh session is "
+                       f"still open: host {member.task.host} is presumed down; ending that "
+                       f"ssh client (pid {member.popen.pid})")
+            member.kill_group()
+
+    def _hung_member(self, node):
+        """The running ssh member that the scheduler's `node` entry, lost, stands for."""
+        if not isinstance(node, dict) or node.get("state") not in ("restarting", "lost"):
+            return None
+        label = f"{node.get('role')} {node.get('rank')}"
+        return next((m for m in self.members if m.task.label == label
+                     and m.task.move is not None and m.returncode is None
+                     and not m.stopped and not m.hung
+                     and m.task.restart == node.get("restart", 0)), None)
 
     def _go_on_without(self, member):
         """MINIGLUON_PS_REPLICAS=1: the first server lost without a replacement leaves its
@@ -379,6 +468,9 @@ class ProcessGroup:
             if line.startswith(STATS_MARKER):
                 self._record_stats(member, line)
                 continue
+            if line.startswith(STARTED_MARKER):
+                self._record_started(member, line)
+                continue
             match = _LABEL.match(line) if member.task.demux else None
             label = match.group(1).decode() if match else member.task.label
             line = self._telemetry(label, line[match.end():] if match else line)
@@ -391,11 +483,22 @@ class ProcessGroup:
             self._write(out, b"".join(shown))
 
     def _telemetry(self, label, text):
-        """The part of `text` to show, once a telemetry message in it went to the state."""
+        """The part of `text` to show, once a telemetry message in it went to the state
+        (and the scheduler's node table to `_notice_losses`)."""
         shown, message = split_line(text)
         if message is not None and self.state is not None:
             self.state.feed(label, message)
+        if message is not None and label == "scheduler" and message.get("kind") == "nodes":
+            self._notice_losses(message.get("nodes"))
         return shown
+
+    def _record_started(self, member, line):
+        """A remote guard started its command: ssh opened the session."""
+        member.connected = True
+        try:
+            member.remote_pid = int(json.loads(line[len(STARTED_MARKER):])["pid"])
+        except (ValueError, KeyError, TypeError):
+            pass
 
     def _write(self, out, data):
         try:
@@ -441,7 +544,9 @@ class ProcessGroup:
                            list(self._tails[label]))
         tail = list(self._tails[task.label])
         hint = task.diagnose(tail) if task.diagnose else None
-        if self.max_restarts and _restartable(member, self.replicas):
+        if member.unplaceable:
+            hint = member.unplaceable[member.unplaceable.find("help:"):]
+        elif self.max_restarts and _restartable(member, self.replicas):
             hint = (f"help: the job's restarts ran out: {sum(self.restarts.values())} of "
                     f"--max-restarts {self.max_restarts} were used ({task.label}: "
                     f"{self.restarts[task.label]}); raise --max-restarts, or find why "

@@ -35,7 +35,8 @@ SAMPLES = {
                                 rejoin={"identity": "worker-g-81-cd", "rank": 0, "steps": 12,
                                         "barriers": 3})],
     NodeTable: [NodeTable(1, 2, 2, SERVERS, TOKEN),
-                NodeTable(0, 2, 2, SERVERS, TOKEN, ("worker-a", "worker-b"))],
+                NodeTable(0, 2, 2, SERVERS, TOKEN, ("worker-a", "worker-b")),
+                NodeTable(1, 2, 2, SERVERS, TOKEN, stand_ins=((1, 0),))],
     NodeLost: [NodeLost(LOST, "it sent no heartbeat for 1.6 s", 1)],
     WorkerJoined: [WorkerJoined(1, "worker-h-42-abcd", 1)],
     Failover: [Failover(1, 0, "it sent no heartbeat for 3.1 s")],
@@ -138,6 +139,10 @@ def test_errors_name_the_body_and_what_was_wrong():
     with pytest.raises(BodyError, match=r"node table .*'token' must be 16 bytes in hex"):
         NodeTable.decode(b'{"rank": 0, "num_workers": 1, "num_servers": 1, "servers": [], '
                          b'"token": "zz"}')
+    with pytest.raises(BodyError, match=r"node table .*'stand_ins' must be \[lost, holder\] "
+                                        r"pairs of two server ranks below 2, got \[\[1, 2\]\]"):
+        NodeTable.decode(b'{"rank": 0, "num_workers": 1, "num_servers": 2, "servers": [], '
+                         b'"token": "' + TOKEN.hex().encode() + b'", "stand_ins": [[1, 2]]}')
     with pytest.raises(BodyError, match=r"SET_LR: the rate must be a number, got 'fast'"):
         LearningRate("fast").encode()
     with pytest.raises(BodyError, match=r"bad row ids .*: 12 bytes, not a whole number of "

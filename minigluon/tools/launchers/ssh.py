@@ -12,7 +12,9 @@ travel on the connection's stdin, not on a command line where `ps` would show th
 then stays open, and when it closes (the launcher stops the job, or dies) the remote guard
 stops the command's whole process group. A worker's guard also gives it a private
 MINIGLUON_LAUNCH_STATS_DIR (`--stats`) and sends what it wrote there back over the
-connection when it ends.
+connection when it ends. Once the command runs, the remote guard says so (a started line
+with its PID): an ssh that fails before that line could not reach the host, and the
+launcher may start the process on a spare host instead (`--spare-hosts`, hostpool.py).
 """
 import base64
 import json
@@ -21,6 +23,7 @@ import shlex
 import shutil
 import subprocess
 import zlib
+from dataclasses import replace
 from functools import partial
 
 from .. import LaunchError
@@ -51,10 +54,13 @@ def scheduler_uri(job):
 
 
 def ssh_argv(job, host):
-    """ssh and its options up to (and including) the destination."""
-    argv = ["ssh", *SSH_DEFAULTS]
+    """ssh and its options up to (and including) the destination. The --ssh-option values
+    come before the defaults: ssh takes the first value of each option, so a user's
+    `ServerAliveInterval=1` or `ConnectTimeout=3` wins over ours."""
+    argv = ["ssh"]
     for option in job.ssh_options:
         argv += ["-o", option]
+    argv += SSH_DEFAULTS
     if host.port:
         argv += ["-p", str(host.port)]
     return argv + [host.destination]
@@ -86,16 +92,23 @@ def _bootstrap():
 
 
 def task(job, placement, directory):
+    """The ssh connection that runs `placement`; its `move(host)` is the same process on
+    another host (a spare, when this one is lost: hostpool.py)."""
     host = placement.host
     argv = ssh_argv(job, host) + [remote_command(job, placement, directory)]
     stdin_line = json.dumps(job.private_env()).encode() + b"\n"
     return Task(placement.label, placement.role, str(host), argv, dict(os.environ),
-                stdin_line=stdin_line, diagnose=partial(diagnose, host))
+                stdin_line=stdin_line, diagnose=partial(diagnose, host),
+                move=partial(_moved, job, placement, directory))
+
+
+def _moved(job, placement, directory, host):
+    return task(job, replace(placement, host=host), directory)
 
 
 def tasks(job):
     directory = job.sync_dst_dir or os.getcwd()
-    return [task(job, p, directory) for p in job.placements(job.hosts)]
+    return [task(job, p, directory) for p in job.placements(job.placed_hosts)]
 
 
 def prepare(job):
