@@ -346,10 +346,12 @@ class ProcessGroup:
         return True
 
     def _notice_losses(self, nodes):
-        """The scheduler's node table (telemetry): a process it declared lost whose ssh
-        session still runs sits on a host that stopped answering (a dead link makes ssh
-        wait for its keepalives, 15 s by default). End that ssh client by PID now, so
-        that the loss is handled as its exit (a restart, on a spare host)."""
+        """The scheduler's node table (telemetry): a process it declared lost that still
+        runs is stopped or hung (SIGSTOP, a frozen VM), or, over ssh, sits on a host that
+        stopped answering (a dead link makes ssh wait for its keepalives, 15 s by
+        default). End it (or its ssh client) by PID now, so that the loss is handled as
+        its exit: a restart (on a spare host, over ssh), instead of the scheduler waiting
+        MINIGLUON_RESTART_TIMEOUT for a replacement nobody starts."""
         if not self.max_restarts:
             return
         for node in nodes if isinstance(nodes, list) else ():
@@ -357,19 +359,26 @@ class ProcessGroup:
             if member is None:
                 continue
             member.hung = True
-            self._note(member.task.label, f"the scheduler lost {member.task.label} (pid "
-                       f"{node.get('pid')} on {member.task.host}) while its ssh session is "
-                       f"still open: host {member.task.host} is presumed down; ending that "
-                       f"ssh client (pid {member.popen.pid})")
+            if member.task.move is None:
+                self._note(member.task.label, f"the scheduler lost {member.task.label} "
+                           f"(pid {node.get('pid')}) while the process still runs: it is "
+                           f"stopped or hung; ending it (pid {member.popen.pid}) so that "
+                           "it is restarted")
+            else:
+                self._note(member.task.label, f"the scheduler lost {member.task.label} "
+                           f"(pid {node.get('pid')} on {member.task.host}) while its ssh "
+                           f"session is still open: host {member.task.host} is presumed "
+                           f"down; ending that ssh client (pid {member.popen.pid})")
             member.kill_group()
 
     def _hung_member(self, node):
-        """The running ssh member that the scheduler's `node` entry, lost, stands for."""
+        """The running member (a process, or an ssh client) that the scheduler's `node`
+        entry, lost, stands for."""
         if not isinstance(node, dict) or node.get("state") not in ("restarting", "lost"):
             return None
         label = f"{node.get('role')} {node.get('rank')}"
         return next((m for m in self.members if m.task.label == label
-                     and m.task.move is not None and m.returncode is None
+                     and m.task.role in ("worker", "server") and m.returncode is None
                      and not m.stopped and not m.hung
                      and m.task.restart == node.get("restart", 0)), None)
 

@@ -161,6 +161,46 @@ def test_a_stopped_worker_the_scheduler_lost_restarts_on_a_spare(sshd, tmp_path,
                 assert np.array_equal(want, got[name]), (name, rank)
 
 
+@pytest.mark.timeout(120)
+def test_a_stopped_local_worker_the_scheduler_lost_is_ended_and_restarted(tmp_path,
+                                                                         fault_free):
+    """The same on one host (local launcher): the stopped worker is the launcher's own
+    child. Before, the launcher saw no exit and nobody started a replacement, so the job
+    waited MINIGLUON_RESTART_TIMEOUT and failed; now the scheduler's loss notice makes the
+    launcher SIGKILL it by PID and restart it. Bit-identical to the fault-free run."""
+    (tmp_path / "pids").mkdir()
+    tag = str(tmp_path)
+    run = Launch(["--max-restarts", 1, "-n", 2, "-s", 2, PY, SCRIPT, "--out", tmp_path,
+                  "--step-sleep", 0.3], tmp_path, tmp_path / "pids",
+                 clean_env(HOSTLOSS_TAG=tag, **HEARTBEAT))
+    stopped = None
+    try:
+        run.wait_until(lambda: "[worker 0] STEP 4 " in run.out, 60, "step 4 of worker 0")
+        stopped = tagged_worker(tag, 1)
+        assert stopped is not None, run.text()
+        os.kill(stopped, signal.SIGSTOP)
+        at = time.monotonic()
+        code = run.wait(90)
+        run.assert_nothing_left()
+        gone = _gone(stopped)
+    finally:
+        run.kill()
+        if stopped is not None and psutil.pid_exists(stopped):
+            _end(stopped)
+    assert code == 0, run.text()
+    assert f"the scheduler lost worker 1 (pid {stopped}) while the process still runs: " \
+           "it is stopped or hung; ending it" in run.err, run.text()
+    assert "worker 1 failed (killed by signal SIGKILL); restarting it (restart 1 of 1" \
+        in run.err, run.text()
+    assert gone, f"the stopped worker {stopped} was not ended"
+    print(f"\nstopped local worker ended and restarted; job done "
+          f"{time.monotonic() - at:.1f} s after the SIGSTOP")
+    for rank in (0, 1):
+        with np.load(tmp_path / f"params-{rank}.npz") as got:
+            for name, want in fault_free.items():
+                assert np.array_equal(want, got[name]), (name, rank)
+
+
 def _gone(pid):
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
