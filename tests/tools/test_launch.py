@@ -429,6 +429,28 @@ def test_mpi_restarts_a_failed_worker_through_a_new_mpirun_until_the_budget_is_s
     run.assert_nothing_left()
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("launcher", ["mpi", "slurm"])
+def test_sigterm_to_the_launcher_ends_every_per_role_mpirun_and_step(job, fake_srun, tmp_path,
+                                                                     launcher):
+    if launcher == "mpi" and MPIRUN is None:
+        pytest.skip("needs Open MPI's mpirun (Debian: apt-get install openmpi-bin)")
+    env = clean_env(PATH=fake_srun, SLURM_JOB_ID="42", SLURM_JOB_NUM_NODES="1",
+                    SLURM_JOB_NODELIST="localhost", SLURM_CPUS_ON_NODE="1",
+                    FAKE_SRUN_STATE=str(tmp_path / "slurm"))
+    run = job(["--max-restarts", 2, "-n", 2, "-s", 1, "--launcher", launcher, *job.roles,
+               "--env", "STUB_WORKER=sleep:60", "--env", "STUB_SERVER=sleep:60",
+               "--env", "STUB_SCHEDULER=sleep:60", *job.stub.split()], env=env)
+    run.wait_until(lambda: len(run.stubs()) == 4, 30, "all four processes to start")
+    run.watch()
+    assert len(run.alive()) >= 10  # per role: mpirun or srun, mpi_role and the stub
+    os.kill(run.proc.pid, signal.SIGTERM)
+    assert run.wait(20) == 128 + signal.SIGTERM, run.text()
+    assert "restarting" not in run.err and "stopped scheduler, server 0, worker 0, worker 1" \
+        in run.err, run.text()
+    run.assert_nothing_left(within=5)
+
+
 @pytest.mark.timeout(30)
 def test_mpi_missing_is_a_clear_error(job, tmp_path):
     run = job(["-n", 1, "--launcher", "mpi", *job.stub.split()],
