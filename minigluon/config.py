@@ -282,6 +282,12 @@ def slurm_allocation():
     return job_id, env_int("SLURM_JOB_NUM_NODES", 1, minimum=1)
 
 
+def slurm_nodelist():
+    """The allocation's nodes as Slurm writes them (SLURM_JOB_NODELIST, e.g.
+    'node[01-04],gpu7'; tools/hosts.py expands it), or None outside an allocation."""
+    return os.environ.get("SLURM_JOB_NODELIST", "").strip() or None
+
+
 def _env_seconds(name, default):
     raw = os.environ.get(name, "").strip()
     if raw == "":

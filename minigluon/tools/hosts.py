@@ -100,6 +100,60 @@ def place(hosts, num_servers, num_workers):
     return servers + workers
 
 
+def expand_hostlist(text, where="SLURM_JOB_NODELIST"):
+    """The host names in Slurm's compact form, in order: 'node[01-03,7],gpu1' is node01,
+    node02, node03, node7, gpu1 (a range keeps the zero padding of its first number; a
+    name may hold several bracket groups, 'r[1-2]n[1-2]' is r1n1, r1n2, r2n1, r2n2).
+
+    >>> expand_hostlist('a[08-10],b')
+    ['a08', 'a09', 'a10', 'b']
+    """
+    try:
+        return [name for item in _top_level(text) for name in _expand(item)]
+    except ValueError as err:
+        raise LaunchError(f"{where}={text!r}: cannot read it as a Slurm host list ({err}); "
+                          "help: give the hosts with -H/--hostfile") from None
+
+
+def _top_level(text):
+    """`text` split at the commas outside brackets."""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth not in (0, 1):
+            raise ValueError(f"unbalanced brackets at character {i + 1}")
+        if char == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise ValueError("a '[' is never closed")
+    items.append(text[start:])
+    if not all(items):
+        raise ValueError("an empty name")
+    return items
+
+
+def _expand(item):
+    head, bracket, rest = item.partition("[")
+    if not bracket:
+        return [item]
+    inside, _, tail = rest.partition("]")
+    return [head + part + more for part in _range_values(inside) for more in _expand(tail)]
+
+
+def _range_values(inside):
+    values = []
+    for part in inside.split(","):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            raise ValueError(f"[{inside}]: {part!r} is not a number or a range a-b")
+        if dash and int(high) < int(low):
+            raise ValueError(f"[{inside}]: the range {part!r} runs backwards")
+        stop = int(high) if dash else int(low)
+        values += [str(n).zfill(len(low)) for n in range(int(low), stop + 1)]
+    return values
+
+
 def is_loopback(address):
     """True for 'localhost', 127.0.0.0/8 and ::1 (names are not looked up)."""
     if address == "localhost":

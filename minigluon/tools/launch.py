@@ -81,9 +81,10 @@ def build_parser():
     p.add_argument("--scheduler-command", help='shell command of the scheduler (default: '
                    'python -c "import minigluon")')
     p.add_argument("--max-restarts", type=_positive(int), default=0, metavar="N",
-                   help="restart a failed worker with the same rank, or a killed scheduler "
-                   "on the same port, up to N times in all (torchrun's name); the job "
-                   "resumes where it was (local and ssh launchers; default 0: a failure "
+                   help="restart a failed worker with the same rank on the same host (ssh: "
+                   "or a spare, --spare-hosts), or a killed scheduler on the same port, up "
+                   "to N times in all (torchrun's name); the job resumes where it was (mpi "
+                   "and slurm: one mpirun or srun step per process; default 0: a failure "
                    "ends the job). See docs/restarts.md")
     p.add_argument("--spare-hosts", type=_positive(int), default=0, metavar="N",
                    help="ssh, with --max-restarts: keep the last N hosts of the host file "
@@ -158,11 +159,6 @@ def build_job(args):
     """The Job the command line describes (hosts read, sizes and options checked)."""
     if args.sync_dst_dir and args.launcher != "ssh":
         raise LaunchError("--sync-dst-dir works with --launcher ssh only")
-    if args.max_restarts and args.launcher not in ("local", "ssh"):
-        raise LaunchError(f"--max-restarts works with --launcher local and ssh, not "
-                          f"{args.launcher} (mpirun and srun start every rank at once and "
-                          "cannot restart one); help: drop --max-restarts, or use --launcher "
-                          "ssh with the same hosts")
     if args.hostfile and args.launcher == "local":
         raise LaunchError("--launcher local runs everything on this host; help: drop "
                           "-H/--hostfile, or use --launcher ssh")

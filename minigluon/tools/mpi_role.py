@@ -25,6 +25,11 @@ def role_of(rank, num_servers):
     return ("server", rank) if rank < num_servers else ("worker", rank - num_servers)
 
 
+def rank_of(role, role_rank, num_servers):
+    """The launcher rank that role_of turns into (`role`, `role_rank`)."""
+    return role_rank + (num_servers if role == "worker" else 0)
+
+
 def _parse(argv):
     p = argparse.ArgumentParser(prog="python -m minigluon.tools.mpi_role",
                                 description="Run the DMLC role that this MPI/Slurm rank has.")
@@ -34,6 +39,10 @@ def _parse(argv):
     p.add_argument("--grace", type=float, default=3.0, help="seconds from SIGTERM to SIGKILL")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="a variable for the role's process (the DMLC_* values)")
+    p.add_argument("--rank", type=int, help="the launcher rank this process stands for, "
+                   "instead of the one in the environment (one role per mpirun or srun)")
+    p.add_argument("--no-prefix", action="store_true", help="leave the command's lines "
+                   "unprefixed (the launcher knows whose they are)")
     p.add_argument("--stats", action="store_true", help="relay a worker's step times "
                    "(MINIGLUON_LAUNCH_STATS_DIR) to the launcher when it ends")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the worker command, after --")
@@ -42,6 +51,8 @@ def _parse(argv):
         args.command = args.command[1:]
     if not args.command:
         p.error("the worker command is missing (put it after --)")
+    if args.rank is not None and args.rank < 0:
+        p.error(f"--rank must be >= 0, got {args.rank}")
     return args
 
 
@@ -62,7 +73,7 @@ def _report(label, returncode):
 
 def main(argv=None):
     args = _parse(sys.argv[1:] if argv is None else argv)
-    rank = config.launcher_rank()
+    rank = args.rank if args.rank is not None else config.launcher_rank()
     if rank is None:
         sys.exit("mpi_role: no rank in the environment (OMPI_COMM_WORLD_RANK, PMI_RANK or "
                  "SLURM_PROCID); help: run it under mpirun or srun, or use minigluon-launch")
@@ -71,8 +82,8 @@ def main(argv=None):
     env = dict(os.environ, DMLC_ROLE=role, MINIGLUON_LAUNCH_RANK=str(role_rank))
     env.update(item.split("=", 1) for item in args.env if "=" in item)
     stats = guard.StatsRelay(env, label) if args.stats and role == "worker" else None
-    sup = guard.Supervisor(_command(args, role), grace=args.grace, env=env,
-                           prefix=f"[{label}] ".encode())
+    prefix = None if args.no_prefix else f"[{label}] ".encode()
+    sup = guard.Supervisor(_command(args, role), grace=args.grace, env=env, prefix=prefix)
     try:
         code = sup.run()
     except OSError as e:

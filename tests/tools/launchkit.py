@@ -241,21 +241,6 @@ def hostfile(tmp_path, port, *hosts):
     return path
 
 
-FAKE_SRUN = r'''
-import os, signal, subprocess, sys, time
-args, ntasks = sys.argv[1:], 1
-while args[0].startswith("--"):
-    flag = args.pop(0)
-    if flag == "--ntasks":
-        ntasks = int(args.pop(0))
-    elif flag in ("--nodes", "--nodelist"):
-        args.pop(0)
-procs = [subprocess.Popen(args, env=dict(os.environ, SLURM_PROCID=str(i)))
-         for i in range(ntasks)]
-signal.signal(signal.SIGTERM, lambda *_: [p.terminate() for p in procs])
-while [p.poll() for p in procs].count(None):  # --kill-on-bad-exit=1
-    if any(p.returncode for p in procs):
-        [p.terminate() for p in procs if p.poll() is None]
-    time.sleep(0.05)
-sys.exit(next((p.returncode for p in procs if p.returncode), 0))
-'''
+# the stand-in srun of the `fake_srun` fixture (its docstring says what it checks)
+FAKE_SRUN = open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "standin_srun.py")).read()

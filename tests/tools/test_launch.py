@@ -7,18 +7,22 @@ environment, writes its PID into a folder, and then exits, sleeps or fails as th
 STUB_<NAME> variable says (`exit:0`, `sleep:60`, `fail:7`). One job runs the real
 scheduler and servers (`python -c "import minigluon"`) with a dist_sync worker.
 """
+import json
 import os
+import re
 import shutil
 import signal
 import socket
+import subprocess
+import time
 
 import pytest
 
 from minigluon.tools import LaunchError
-from minigluon.tools.hosts import Host, parse_host, place, read_hostfile
+from minigluon.tools.hosts import Host, expand_hostlist, parse_host, place, read_hostfile
 from minigluon.tools.job import Job, local_argv
 from minigluon.tools.launch import parse_env
-from minigluon.tools.launchers import slurm
+from minigluon.tools.launchers import mpi, slurm
 
 from launchkit import PY, STUB, clean_env, cmdline, free_port, hostfile
 
@@ -386,6 +390,67 @@ def test_mpi_failure_names_the_rank(job):
     run.assert_nothing_left()
 
 
+def test_mpi_max_restarts_starts_one_mpirun_per_role():
+    """With --max-restarts each server and worker is an mpirun of its own on its host,
+    claiming its launcher rank, so that one can be started again alone."""
+    job = Job(num_workers=2, num_servers=1, command=["python train.py"],
+              hosts=[Host("a"), Host("b")], max_restarts=1)
+    tasks = mpi.tasks(job)
+    assert [(t.label, t.role, t.host) for t in tasks] == [
+        ("server 0", "server", "a"), ("worker 0", "worker", "b"), ("worker 1", "worker", "a")]
+    for task, rank in zip(tasks, (0, 1, 2)):
+        argv = task.argv
+        assert argv[argv.index("-np") + 1] == "1" and argv[argv.index("--host") + 1] == task.host
+        assert argv[argv.index("--rank") + 1] == str(rank) and "--no-prefix" in argv
+        assert "--map-by" not in argv and argv[-2:] == ["--", "python train.py"]
+        exported = [argv[i + 1] for i, word in enumerate(argv) if word == "-x"]
+        assert "MINIGLUON_RESTART_COUNT" in exported and "MINIGLUON_PS_SECRET" in exported
+        assert task.env["MINIGLUON_RESTART_COUNT"] == "0"
+    restarted = tasks[2].restarted(1)
+    assert restarted.argv == tasks[2].argv and restarted.env["MINIGLUON_RESTART_COUNT"] == "1"
+    job.max_restarts = 0  # without: one mpirun for every rank, as before
+    assert [t.label for t in mpi.tasks(job)] == ["mpirun"]
+
+
+@needs_mpirun
+@pytest.mark.timeout(60)
+def test_mpi_restarts_a_failed_worker_through_a_new_mpirun_until_the_budget_is_spent(job):
+    run = job(["--max-restarts", 1, "-n", 2, "-s", 1, "--launcher", "mpi", *job.roles,
+               "--env", "STUB_WORKER=sleep:60", "--env", "STUB_SERVER=sleep:60",
+               "--env", "STUB_SCHEDULER=sleep:60", "--env", "STUB_WORKER1=fail:4",
+               *job.stub.split()])
+    assert run.wait(40) == 4, run.text()
+    assert "worker 1 failed (exit code 4); restarting it (restart 1 of 1" in run.err
+    assert "worker 1 failed first (host localhost): exit code 4" in run.err
+    assert "help: the job's restarts ran out: 1 of --max-restarts 1" in run.err, run.text()
+    assert run.stubs().count("worker1") == 2 and run.stubs().count("worker0") == 1
+    assert "[worker 1] boom: failing on purpose" in run.err
+    assert "[worker 1] [worker 1]" not in run.out + run.err  # one prefix: the launcher's
+    run.assert_nothing_left()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("launcher", ["mpi", "slurm"])
+def test_sigterm_to_the_launcher_ends_every_per_role_mpirun_and_step(job, fake_srun, tmp_path,
+                                                                     launcher):
+    if launcher == "mpi" and MPIRUN is None:
+        pytest.skip("needs Open MPI's mpirun (Debian: apt-get install openmpi-bin)")
+    env = clean_env(PATH=fake_srun, SLURM_JOB_ID="42", SLURM_JOB_NUM_NODES="1",
+                    SLURM_JOB_NODELIST="localhost", SLURM_CPUS_ON_NODE="1",
+                    FAKE_SRUN_STATE=str(tmp_path / "slurm"))
+    run = job(["--max-restarts", 2, "-n", 2, "-s", 1, "--launcher", launcher, *job.roles,
+               "--env", "STUB_WORKER=sleep:60", "--env", "STUB_SERVER=sleep:60",
+               "--env", "STUB_SCHEDULER=sleep:60", *job.stub.split()], env=env)
+    run.wait_until(lambda: len(run.stubs()) == 4, 30, "all four processes to start")
+    run.watch()
+    assert len(run.alive()) >= 10  # per role: mpirun or srun, mpi_role and the stub
+    os.kill(run.proc.pid, signal.SIGTERM)
+    assert run.wait(20) == 128 + signal.SIGTERM, run.text()
+    assert "restarting" not in run.err and "stopped scheduler, server 0, worker 0, worker 1" \
+        in run.err, run.text()
+    run.assert_nothing_left(within=5)
+
+
 @pytest.mark.timeout(30)
 def test_mpi_missing_is_a_clear_error(job, tmp_path):
     run = job(["-n", 1, "--launcher", "mpi", *job.stub.split()],
@@ -405,6 +470,94 @@ def test_slurm_builds_one_cyclic_srun_step():
                         "--kill-on-bad-exit=1", "--nodes", "2", "--nodelist", "a,b"]
     assert argv[10:14] == ["-m", "minigluon.tools.mpi_role", "--num-servers", "1"]
     assert argv[-2:] == ["--", "python train.py"]
+
+
+def test_slurm_host_lists_expand_as_slurm_writes_them():
+    assert expand_hostlist("node[01-03,7],gpu1") == ["node01", "node02", "node03", "node7",
+                                                     "gpu1"]
+    assert expand_hostlist("r[1-2]n[8-10]") == ["r1n8", "r1n9", "r1n10",
+                                                "r2n8", "r2n9", "r2n10"]
+    assert expand_hostlist("a-1,b.example.org") == ["a-1", "b.example.org"]
+    for bad, why in (("node[1-3", "never closed"), ("node[3-1]", "runs backwards"),
+                     ("node[a-b]", "not a number"), ("n1,,n2", "an empty name"),
+                     ("n[1[2]]", "unbalanced")):
+        with pytest.raises(LaunchError, match=rf"SLURM_JOB_NODELIST='{re.escape(bad)}'.*{why}"):
+            expand_hostlist(bad)
+
+
+def test_slurm_max_restarts_starts_one_step_per_role(monkeypatch):
+    """With --max-restarts each server and worker is a one-task step on a named node of
+    the allocation, sharing its CPUs with the other steps (--overlap)."""
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "n[1-2]")
+    job = Job(num_workers=2, num_servers=2, command=["python train.py"], max_restarts=1)
+    tasks = slurm.tasks(job)
+    assert [(t.label, t.host) for t in tasks] == [("server 0", "n1"), ("server 1", "n2"),
+                                                  ("worker 0", "n1"), ("worker 1", "n2")]
+    for rank, task in enumerate(tasks):
+        assert task.argv[:6] == ["srun", "--nodes=1", "--ntasks=1", f"--nodelist={task.host}",
+                                 "--kill-on-bad-exit=1", "--overlap"]
+        assert task.argv[task.argv.index("--rank") + 1] == str(rank)
+    job.hosts = [Host("h7")]  # -H wins over the allocation's list
+    assert {t.host for t in slurm.tasks(job)} == {"h7"}
+    monkeypatch.delenv("SLURM_JOB_NODELIST")
+    job.hosts = []
+    with pytest.raises(LaunchError, match="SLURM_JOB_NODELIST is not set; help: give the "
+                                          "nodes with -H"):
+        slurm.tasks(job)
+
+
+def test_the_stand_in_srun_refuses_what_srun_would(fake_srun, tmp_path):
+    """The stand-in checks its arguments as srun does, so the launcher's are tested."""
+    env = clean_env(PATH=fake_srun, SLURM_JOB_ID="42", SLURM_JOB_NODELIST="n[1-2]",
+                    SLURM_CPUS_ON_NODE="1", FAKE_SRUN_STATE=str(tmp_path / "state"))
+
+    def srun(*args):
+        return subprocess.run(["srun", *args], env=env, capture_output=True, text=True,
+                              timeout=30)
+
+    assert "unrecognized option '--bogus'" in srun("--bogus", "true").stderr
+    assert "Requested node configuration is not available" in srun("-w", "n3", "true").stderr
+    assert "more nodes than permitted" in srun("--nodes=1", "--nodelist=n[1-2]", "true").stderr
+    # an optional argument only after '=': '1' would be the command
+    assert srun("--kill-on-bad-exit", "1", "true").returncode != 0
+    done = srun("-N", "1", "-n1", "-w", "n2", PY, "-c",
+                "import os; print(os.environ['SLURMD_NODENAME'], os.environ['SLURM_PROCID'])")
+    assert (done.returncode, done.stdout) == (0, "n2 0\n"), done.stderr
+    busy = subprocess.Popen(["srun", "--nodelist=n1", PY, "-c", "import time; time.sleep(30)"],
+                            env=env)
+    try:
+        deadline = time.monotonic() + 20
+        while not list((tmp_path / "state").glob("step-*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "Requested nodes are busy" in srun("--nodelist=n1", "true").stderr
+        assert srun("--nodelist=n1", "--overlap", "true").returncode == 0
+        assert srun("--nodelist=n2", "true").returncode == 0
+    finally:
+        busy.kill()
+        busy.wait(10)
+
+
+@pytest.mark.timeout(60)
+def test_slurm_restarts_a_failed_worker_on_its_node(job, fake_srun, tmp_path):
+    state = tmp_path / "slurm"
+    run = job(["--max-restarts", 1, "-n", 2, "-s", 1, "--launcher", "slurm",
+               "--interface", "lo", *job.roles,
+               "--env", "STUB_WORKER=sleep:60", "--env", "STUB_SERVER=sleep:60",
+               "--env", "STUB_SCHEDULER=sleep:60", "--env", "STUB_WORKER1=fail:6",
+               *job.stub.split()],
+              env=clean_env(PATH=fake_srun, SLURM_JOB_ID="42", SLURM_JOB_NUM_NODES="2",
+                            SLURM_JOB_NODELIST="n[1-2]", SLURM_CPUS_ON_NODE="1",
+                            FAKE_SRUN_STATE=str(state)))
+    assert run.wait(40) == 6, run.text()
+    assert "worker 1 failed (exit code 6); restarting it (restart 1 of 1" in run.err
+    assert "worker 1 failed first (host n1): exit code 6" in run.err, run.text()
+    steps = [json.loads(line) for line in (state / "steps.jsonl").read_text().splitlines()]
+    ranks = [s["command"][s["command"].index("--rank") + 1] for s in steps]
+    assert sorted(ranks) == ["0", "1", "2", "2"]             # worker 1 is rank 2, twice
+    assert [s["nodes"] for s in steps if s["command"][s["command"].index("--rank") + 1] == "2"] \
+        == [["n1"], ["n1"]]                                  # server 0 n1, workers n2, n1
+    assert all(s["overlap"] for s in steps)
+    run.assert_nothing_left()
 
 
 @pytest.mark.timeout(30)

@@ -9,6 +9,7 @@ and the job ends with the parameters of a job that lost nothing, bit for bit.
 """
 import os
 import re
+import shutil
 import signal
 import time
 
@@ -24,10 +25,10 @@ TRAIN = ["--epochs", "3"]           # 24 steps: the second replacement starts in
 STEPS = 24
 
 
-def launch(folder, *args, restarts=2):
+def launch(folder, *args, restarts=2, launcher="local"):
     (folder / "pids").mkdir(exist_ok=True)
     env = clean_env(MINIGLUON_PS_REPLICAS="1", **HEARTBEAT)
-    return Launch(["--max-restarts", restarts, "-n", 2, "-s", 2, PY,
+    return Launch(["--max-restarts", restarts, "--launcher", launcher, "-n", 2, "-s", 2, PY,
                    os.path.join(HERE, "restart_train.py"), "--out", folder, *TRAIN, *args],
                   folder, folder / "pids", env)
 
@@ -98,6 +99,34 @@ def test_two_servers_lost_one_after_the_other_end_bit_identical(tmp_path, fault_
               f"the kill (handback {copies[i]} s after the replacement registered); next "
               f"step {first_step_after(run.out, killed + back):.2f} s after that")
     print(f"steps lost {lost}")
+    assert lost == 0, run.text()
+    for rank in (0, 1):
+        with np.load(tmp_path / f"params-{rank}.npz") as got:
+            for name, want in fault_free.items():
+                assert np.array_equal(want, got[name]), (name, rank, run.text())
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open MPI's mpirun "
+                    "(Debian: apt-get install openmpi-bin)")
+@pytest.mark.timeout(180)
+def test_mpi_server_killed_by_pid_is_replaced_through_its_own_mpirun(tmp_path, fault_free):
+    """--launcher mpi: the killed server's mpirun ends alone; its replica serves the range
+    while a new mpirun on the same host starts the replacement, which takes it back."""
+    run = launch(tmp_path, "--step-sleep", "0.2", restarts=1, launcher="mpi")
+    try:
+        killed = kill_server(run, 1, 3, 0)
+        back = seconds_to_back(run, 1, killed)
+        code = run.wait(120)
+        run.assert_nothing_left()
+    finally:
+        run.kill()
+    assert code == 0, run.text()
+    assert "server 1 failed (exit code 137); restarting it (restart 1 of 1" in run.err, \
+        run.text()
+    assert "took its range back from server" in run.err, run.text()
+    _, lost = step_figures(run.out, killed, STEPS)
+    print(f"\nmpi: server 1 serving again {back:.2f} s after the kill; next step "
+          f"{first_step_after(run.out, killed + back):.2f} s after that; steps lost {lost}")
     assert lost == 0, run.text()
     for rank in (0, 1):
         with np.load(tmp_path / f"params-{rank}.npz") as got:

@@ -12,12 +12,14 @@ time from the kill to the job's next completed step, and steps lost.
 import json
 import os
 import re
+import shutil
 import signal
+import time
 
 import numpy as np
 import pytest
 
-from launchkit import PY, hostfile, role_pid, run_clean
+from launchkit import PY, clean_env, hostfile, role_pid, run_clean
 from minigluon.tools import launch
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "restart_train.py")
@@ -187,10 +189,78 @@ def test_ssh_worker_killed_restarts_on_its_host_bit_identical(job, sshd, tmp_pat
         assert all(np.array_equal(got[n], want) for n, want in fault_free.items()), r
 
 
-@pytest.mark.parametrize("launcher", ["mpi", "slurm"])
-def test_max_restarts_needs_a_launcher_that_starts_ranks_one_by_one(capsys, launcher):
-    code = launch.main(["--max-restarts", "1", "--launcher", launcher, "-n", "1",
+needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open "
+                                  "MPI's mpirun (Debian: apt-get install openmpi-bin)")
+
+
+def kill_worker_by_pid(run, rank=1, after_step=4):
+    """SIGKILL worker `rank`'s Python process once it printed STEP `after_step`; the
+    kill's time (time.monotonic(), the clock of the STEP lines)."""
+    run.wait_until(lambda: f"[worker {rank}] STEP {after_step} " in run.out, 90,
+                   f"worker {rank} at step {after_step}")
+    pid = role_pid(run, "worker", rank)
+    killed = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    return killed
+
+
+def assert_restarted_bit_identical(run, folder, fault_free, killed):
+    assert run.wait(90) == 0, run.text()
+    run.assert_nothing_left()
+    assert "worker 1 failed (exit code 137); restarting it (restart 1 of 1" \
+        in run.err, run.text()
+    resumed = int(re.search(r"\[worker 1\] .*resuming after step (\d+)", run.err).group(1))
+    steps = [(int(n), float(t)) for n, t in re.findall(r"\] STEP (\d+) ([\d.]+)", run.out)]
+    took = min(t for n, t in steps if t > killed and n > resumed) - killed
+    back = [float(t) for t in re.findall(r"\[worker 1\] STEP \d+ ([\d.]+)", run.out)
+            if float(t) > killed]
+    print(f"\nnext step {took:.2f} s after the kill, the replacement's first "
+          f"{min(back) - killed:.2f} s; worker 1 resumed after step {resumed}")
+    for r in (0, 1):
+        got = params(folder, r)
+        for name, want in fault_free.items():
+            assert np.array_equal(got[name], want), f"worker {r}: {name} differs\n{run.text()}"
+
+
+@needs_mpirun
+@pytest.mark.timeout(150)
+def test_mpi_worker_killed_by_pid_restarts_through_its_own_mpirun_bit_identical(
+        job, tmp_path, fault_free):
+    """--launcher mpi --max-restarts: each role runs in an mpirun of its own, so a killed
+    worker ends only its mpirun, and a new one (on the same host) replaces it."""
+    run = job(["--launcher", "mpi", *train_args(tmp_path, "--step-sleep", "0.2")])
+    killed = kill_worker_by_pid(run)
+    assert_restarted_bit_identical(run, tmp_path, fault_free, killed)
+
+
+@pytest.mark.timeout(150)
+def test_slurm_worker_killed_by_pid_restarts_as_a_step_on_its_node_bit_identical(
+        job, fake_srun, tmp_path, fault_free):
+    """--launcher slurm --max-restarts, through the stand-in srun on a two-node
+    allocation of one CPU each: every role is a one-task step (--overlap), and the killed
+    worker's replacement is a new step on the node it ran on."""
+    state = tmp_path / "slurm"
+    env = clean_env(PATH=fake_srun, SLURM_JOB_ID="42", SLURM_JOB_NUM_NODES="2",
+                    SLURM_JOB_NODELIST="node[1-2]", SLURM_CPUS_ON_NODE="1",
+                    FAKE_SRUN_STATE=str(state))
+    run = job(["--launcher", "slurm", "--interface", "lo",
+               *train_args(tmp_path, "--step-sleep", "0.2")], env=env)
+    killed = kill_worker_by_pid(run)
+    assert_restarted_bit_identical(run, tmp_path, fault_free, killed)
+    steps = [json.loads(line) for line in (state / "steps.jsonl").read_text().splitlines()]
+    worker1 = [s["nodes"] for s in steps if s["command"][s["command"].index("--rank") + 1] == "3"]
+    assert worker1 == [["node2"], ["node2"]], steps   # servers node1, node2; workers again
+
+
+def test_slurm_max_restarts_needs_the_names_of_the_nodes(capsys, monkeypatch, tmp_path):
+    srun = tmp_path / "srun"
+    srun.write_text("#!/bin/sh\nexit 1\n")
+    srun.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+    code = launch.main(["--max-restarts", "1", "--launcher", "slurm", "-n", "1",
                         "python", "train.py"])
     assert code == launch.SETUP_ERROR
-    assert f"--max-restarts works with --launcher local and ssh, not {launcher}" \
+    assert "SLURM_JOB_NODELIST is not set; help: give the nodes with -H/--hostfile" \
         in capsys.readouterr().err

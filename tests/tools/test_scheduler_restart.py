@@ -13,6 +13,7 @@ that needed the restarted scheduler (after a barrier), and steps lost.
 """
 import json
 import re
+import shutil
 import signal
 
 import numpy as np
@@ -68,13 +69,19 @@ def assert_bit_identical(folder, want, run):
 
 
 @pytest.mark.timeout(120)
-def test_dist_sync_scheduler_killed_ends_bit_identical(job, tmp_path, fault_free):
-    run = job(train_args(tmp_path, "--kill-scheduler", 5))
+@pytest.mark.parametrize("launcher", ["local", "mpi"])
+def test_dist_sync_scheduler_killed_ends_bit_identical(job, tmp_path, fault_free, launcher):
+    """Under mpi too (one mpirun per server and worker): the scheduler runs on the
+    launcher's host, under its guard, and is restarted there."""
+    if launcher == "mpi" and shutil.which("mpirun") is None:
+        pytest.skip("needs Open MPI's mpirun (Debian: apt-get install openmpi-bin)")
+    run = job(["--launcher", launcher, *train_args(tmp_path, "--kill-scheduler", 5)])
     assert run.wait(60) == 0, run.text()
     run.assert_nothing_left()
     assert_restarted(run)
     took, past_barrier, lost = figures(run.out + run.err, 5)
-    print(f"\ndist_sync, scheduler killed at step 5: next step {took:.2f} s after the kill, "
+    print(f"\ndist_sync ({launcher}), scheduler killed at step 5: next step {took:.2f} s "
+          f"after the kill, "
           f"the first after a barrier {past_barrier:.2f} s, {lost} steps lost")
     assert lost == 0, run.text()
     assert_bit_identical(tmp_path, fault_free, run)

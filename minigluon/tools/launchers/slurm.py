@@ -3,16 +3,27 @@
 ``srun --ntasks S+N --distribution=cyclic`` places task r on node r mod K, the FAQ's
 cycling; each task runs ``python -m minigluon.tools.mpi_role``, which takes its role from
 SLURM_PROCID. ``--kill-on-bad-exit=1`` makes Slurm end the step when one task fails.
-This backend is tested for the command it builds and against a stand-in srun, not against
-a real Slurm cluster.
+
+With `--max-restarts` a failed task must not end the others, and a step cannot start
+one task again. So each server and worker is a step of its own,
+``srun --nodes=1 --ntasks=1 --nodelist=NODE --overlap``, NODE its node in the same cycling
+over the allocation's nodes (-H, else SLURM_JOB_NODELIST); when one fails the launcher
+runs the same step again on the same node, a replacement that claims the same rank
+(``mpi_role --rank``; srun exports the environment, MINIGLUON_RESTART_COUNT with it).
+``--overlap`` (Slurm 20.11 and later) lets these steps share the allocation's CPUs and
+memory, as the tasks of one step would.
+
+This backend is tested for the commands it builds and against a stand-in srun, not
+against a real Slurm cluster.
 """
 import shutil
 import socket
 
 from ... import config
 from .. import LaunchError
-from ..hosts import is_loopback, scheduler_address
+from ..hosts import Host, expand_hostlist, is_loopback, scheduler_address
 from ..job import base_env
+from ..mpi_role import rank_of
 from ..procgroup import Task
 from .mpi import role_argv
 
@@ -25,6 +36,20 @@ def check(job):
         raise LaunchError("--launcher slurm runs inside a Slurm allocation (SLURM_JOB_ID is "
                           "not set); help: salloc -N 2 minigluon-launch --launcher slurm ... "
                           "or put the command in an sbatch script")
+    if job.max_restarts:
+        nodes(job)  # a node list that cannot be read is refused before anything starts
+
+
+def nodes(job):
+    """The nodes the per-role steps cycle over: -H's hosts, else the allocation's."""
+    if job.hosts:
+        return job.hosts
+    listed = config.slurm_nodelist()
+    if listed is None:
+        raise LaunchError("--max-restarts with --launcher slurm places each server and "
+                          "worker on a node by name, and SLURM_JOB_NODELIST is not set; "
+                          "help: give the nodes with -H/--hostfile")
+    return [Host(name) for name in expand_hostlist(listed)]
 
 
 def scheduler_uri(job):
@@ -53,7 +78,17 @@ def srun_argv(job):
     return argv + role_argv(job)
 
 
+def role_srun_argv(job, placement):
+    """The step of one server or worker (with --max-restarts): one task on its node."""
+    rank = rank_of(placement.role, placement.rank, job.num_servers)
+    return ["srun", "--nodes=1", "--ntasks=1", f"--nodelist={placement.host.address}",
+            "--kill-on-bad-exit=1", "--overlap"] + role_argv(job, rank)
+
+
 def tasks(job):
     env = base_env(job, {})  # srun exports the whole environment by default
+    if job.max_restarts:
+        return [Task(p.label, p.role, p.host.address, role_srun_argv(job, p), env)
+                for p in job.placements(nodes(job))]
     host = ",".join(str(h) for h in job.hosts) or "allocation"
     return [Task("srun", "bundle", host, srun_argv(job), env)]
