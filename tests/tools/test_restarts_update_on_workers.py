@@ -9,12 +9,15 @@ net; a worker SIGKILLs itself (by its PID) inside a chosen step. A dist_sync job
 with the parameters of a job that lost nothing, bit for bit. A survivor that does not
 answer makes the replacement fail with an error naming it, and the job ends.
 """
+import os
 import re
+import signal
+import time
 
 import numpy as np
 import pytest
 
-from launchkit import PY, clean_env, run_clean
+from launchkit import PY, clean_env, role_pid, run_clean
 from test_restarts import SCRIPT, figures, params
 
 
@@ -26,6 +29,7 @@ def train_args(folder, *extra):
 SGD = ("--update-on-workers", "--lr-step", "5")         # momentum, lr halved every 5
 ADAM = ("--optimizer", "adam")                          # MXNET_UPDATE_ON_KVSTORE=0
 ADAM_ENV = {"MXNET_UPDATE_ON_KVSTORE": "0"}
+STALL, PUSHED = 10, 2.0     # seconds: worker 2's sleep; the wait before the kill
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +96,35 @@ def test_a_survivor_that_does_not_answer_is_named_and_the_job_ends(job, tmp_path
     assert re.search(r"worker 1's replacement cannot resume after step 4: worker 0 "
                      r"\([^)]*, pid \d+\) did not send its training state within 6 s "
                      r"\(MINIGLUON_RESTART_TIMEOUT\)", run.err), run.text()
+
+
+
+@pytest.mark.timeout(180)
+def test_a_survivor_one_step_short_answers_when_it_ends_that_step(job, tmp_path):
+    """3 workers: worker 2 sleeps after step 4; worker 1 pushes all of step 5 and waits
+    for worker 2 there, and is SIGKILLed by PID. Its replacement resumes after step 5,
+    while worker 0, the survivor asked, still waits in step 5 for worker 2 (its Trainer
+    at step 4): it answers once it ended step 5."""
+    def three(folder, *extra):
+        return ["--max-restarts", 1, "-n", 3, "-s", 2, PY, SCRIPT, "--out", folder,
+                "--kvstore", "dist_sync", *SGD, *extra]
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "hit").mkdir()
+    ref = job(three(tmp_path / "ref"))
+    assert ref.wait(60) == 0, ref.text()
+    run = job(three(tmp_path / "hit", "--stall", f"2:4:{STALL}"))
+    run.wait_until(lambda: "[worker 1] STEP 4 " in run.out, 60, "worker 1 at step 4")
+    time.sleep(PUSHED)            # its pushes of step 5 take milliseconds
+    os.kill(role_pid(run, "worker", 1), signal.SIGKILL)
+    assert run.wait(90) == 0, run.text()
+    run.assert_nothing_left()
+    assert "[worker 1] restart 1 of this rank: resuming after step 5" in run.err, run.text()
+    waited = float(re.search(r"passed worker 0 \([^)]*\)'s training state \(\d+ bytes\) to "
+                             r"worker 1's replacement, ([\d.]+) s after it asked",
+                             run.err)[1])
+    print(f"\nthe survivor answered {waited:.2f} s after the ask (worker 2 slept {STALL} s)")
+    want = params(tmp_path / "ref", 0)
+    for r in (0, 1, 2):
+        got = params(tmp_path / "hit", r)
+        for name, value in want.items():
+            assert np.array_equal(got[name], value), f"worker {r}: {name}\n{run.text()}"
