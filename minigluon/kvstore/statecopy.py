@@ -44,7 +44,7 @@ class StateDesk:
         self.po = po
         self.sources = {}            # store id -> source(step): bytes, or None (not yet)
         self.asks = []               # StateAsk not answered yet
-        po.notices[Cmd.STATE_ASK] = self._asked
+        po.listen(Cmd.STATE_ASK, self._asked)
 
     def serve(self, store, source):
         """Answer asks for store `store` with `source(step)`: the state after `step` steps
