@@ -11,6 +11,11 @@ kvstore, which updates it; a device reads the rows it needs with `row_sparse_pul
 (`Parameter.row_sparse_data`). A row_sparse gradient (`grad_stype='row_sparse'`, e.g.
 `nn.Embedding(sparse_grad=True)`) is pushed as such, so only the rows it stores change.
 
+With minigluon-launch --max-restarts, a replacement worker resumes the job: where the
+servers update it pulls the weights; where the workers update (update_on_kvstore=False)
+it copies a surviving worker's weights and optimizer states (trainer_state.py,
+kvstore/statecopy.py, docs/restarts.md).
+
 On a distributed kvstore, gradients are pushed while backward runs (overlap.py,
 docs/overlap.md): each parameter's as soon as backward has made it final, and its new
 value is pulled before the next forward reads it. The parameters after each step are
@@ -29,6 +34,7 @@ from .. import telemetry
 from ..ndarray import NDArray
 from .overlap import GradientOverlap, OverlapError
 from .parameter import Parameter, ParameterDict
+from . import trainer_state
 
 __all__ = ["Trainer", "StaleGradientError", "UpdateOnKVStoreError", "OverlapError"]
 
@@ -101,8 +107,12 @@ class Trainer:
         self._distributed = False
         self._params_to_init = self._params_in_store()
         self._rescale_pending = False    # a replacement's servers already have the factor
-        if config.restart_count() and self._resume_step():
-            self._resume_from_store()
+        self._steps = 0                  # steps of this worker's rank (updates applied)
+        self._restored = None            # a replacement's weights copied from a survivor
+        self._offering = False           # replacements may copy this worker's state
+        step = self._resume_step() if config.restart_count() else 0
+        if step:
+            self._resume_from_store(step)
 
     def _resume_step(self):
         """The steps this worker's rank finished before this process replaced it: its
@@ -112,23 +122,55 @@ class Trainer:
             return store.resume_state().step
         return kvs.resume_state().step
 
-    def _resume_from_store(self):
+    def _resume_from_store(self, step):
         """A replacement worker (minigluon-launch --max-restarts, docs/restarts.md) whose
-        rank made steps must compute its next one on the job's current weights, not on
-        its own initial values: the store is set up now, and each parameter is pulled
-        from it as soon as it has a shape (for a deferred one, inside the first forward).
-        The servers keep the optimizer, and the rescale factor, the job started with.
+        rank made `step` steps must compute its next one on the job's current weights,
+        not on its own initial values: the store is set up now, and each parameter gets
+        them as soon as it has a shape (for a deferred one, inside the first forward).
+        Where the servers update, it pulls them, and the servers keep the optimizer and
+        the rescale factor the job started with. Where the workers update, the weights
+        and the optimizer's states are copied from a surviving worker (statecopy.py).
         (At step 0 it starts as the lost process did.)"""
+        self._steps = step
         self._rescale_pending = True
-        self._prepare()
+        self._init_kvstore()
         if self._distributed and not self._update_on_kvstore:
-            raise MXNetError("this worker replaces a lost one (MINIGLUON_RESTART_COUNT), "
-                             "but with update_on_kvstore=False the weights and optimizer "
-                             "states live on the workers, not on the servers, so it cannot "
-                             "resume; use update_on_kvstore=True (the default) with "
-                             "minigluon-launch --max-restarts")
+            self._copy_survivor_state(step)
+        self._prepare()
         for i in self._params_to_init:
             self._params[i]._when_ready.append(lambda _param: self._prepare())
+
+    def _copy_survivor_state(self, step):
+        """The weights and optimizer states after `step` from a surviving worker: the
+        states now, each weight when its parameter has a shape (`_init_params`)."""
+        weights, states = trainer_state.unpack(self._kvstore.fetch_state(step), step)
+        self._set_updater_states(states)
+        self._restored = weights
+
+    def _state_after(self, step):
+        """This worker's training state after `step` steps as bytes, for a replacement
+        (kvstore.offer_state); None until this Trainer made them."""
+        if self._steps < step or self._restored:    # (a replacement still restoring)
+            return None
+        if self._steps > step:
+            raise MXNetError(f"a replacement asked for the training state after step "
+                             f"{step}, but this worker made {self._steps} steps already "
+                             "(did the job run steps that do not push every parameter?)")
+        weights = {i: p._data[0] for i, p in self._trainable()}
+        return trainer_state.pack(step, weights, self._updaters[0])
+
+    def _restore(self, i, param):
+        """Give a replacement's parameter the weight copied from a survivor."""
+        value = self._restored.pop(i, None)
+        if value is None or tuple(value.shape) != tuple(param.shape):
+            found = "none" if value is None else f"shape {tuple(value.shape)}"
+            raise MXNetError(f"Parameter {param.name!r} (index {i}) has shape "
+                             f"{tuple(param.shape)}, but the training state copied from a "
+                             f"surviving worker holds {found} for it; every worker must "
+                             "train the same network with the same Trainer parameters")
+        with autograd.pause():
+            for arr in param._data:
+                arr[:] = value
 
     def _reset_kvstore(self):
         """Forget the kvstore; the next step creates it again from the parameters' current
@@ -194,6 +236,8 @@ class Trainer:
 
     # ---- kvstore setup (lazy: deferred parameters get their shapes in the first forward) --
     def _init_kvstore(self):
+        if self._kv_initialized:
+            return
         sparse_weight = any(p.stype != "default" for p in self._params)
         kvstore = _create_kvstore(self._kvstore_params["kvstore"], self._num_devices,
                                   sparse_weight)
@@ -205,6 +249,10 @@ class Trainer:
                 kvstore.set_gradient_compression(self._compression_params)
             if self._update_on_kvstore:
                 kvstore.set_optimizer(self._optimizer)
+            elif config.max_restarts() and hasattr(kvstore, "offer_state"):
+                # the workers hold the weights and states: a replacement copies them
+                kvstore.offer_state(self._state_after)
+                self._offering = True
             # dist_sync only: under dist_async the overlap measurably hurt convergence
             # (docs/overlap.md), and it has no bit-identical twin to be checked against
             if self._overlap_wanted and mode.distributed and mode.sync and \
@@ -294,6 +342,10 @@ class Trainer:
             elif self._kvstore is not None and param.stype != "default":
                 # the store keeps the weight; devices pull the rows they use
                 self._kvstore.init(i, param._data[0])
+            elif self._restored is not None:
+                # the key's layout; the servers hold sums of gradients, not weights
+                self._kvstore.init(i, param._data[0])
+                self._restore(i, param)
             elif self._kvstore is not None:
                 data = param._data
                 self._kvstore.broadcast(i, data[0], out=data, priority=-i)
@@ -413,11 +465,16 @@ class Trainer:
             self._optimizer = self._kvstore.optimizer
         else:
             with open(fname, "rb") as fin:
-                states = fin.read()
-            for updater in self._updaters:
-                updater.set_states(states)
-                updater.optimizer = self._updaters[0].optimizer
-            self._optimizer = self._updaters[0].optimizer
+                self._set_updater_states(fin.read())
+        self._optimizer.param_dict = dict(enumerate(self._params))
+
+    def _set_updater_states(self, states):
+        """Every device's Updater takes `states` (Updater.get_states bytes with the
+        optimizer), and they share its optimizer."""
+        for updater in self._updaters:
+            updater.set_states(states)
+            updater.optimizer = self._updaters[0].optimizer
+        self._optimizer = self._updaters[0].optimizer
         self._optimizer.param_dict = dict(enumerate(self._params))
 
     # ---- one step ------------------------------------------------------------------------
@@ -488,6 +545,7 @@ class Trainer:
                 # the servers' copy of the optimizer counts the updates; count them here too
                 # so `learning_rate` follows an lr_scheduler as it does on the servers
                 self._optimizer._update_count([i for i, _ in self._trainable()])
+            self._steps += 1
             return
         per_device = [[] for _ in self._updaters]
         for i, param in self._trainable():
@@ -499,6 +557,9 @@ class Trainer:
             if todo:
                 indices, grads, weights = zip(*todo)
                 updater(list(indices), list(grads), list(weights))
+        self._steps += 1
+        if self._offering:          # a replacement may wait for the state after this step
+            self._kvstore.answer_state_asks()
 
 
 def _param_list(params):

@@ -36,7 +36,9 @@ A replacement worker (MINIGLUON_RESTART_COUNT > 0, started by minigluon-launch
 --max-restarts) takes over its rank: at creation it asks the servers how many steps its
 rank finished (`kv.resume_state()`), starts every key's count there and pulls the
 weights of that step; as worker 0 it initializes keys and sends the optimizer, which the
-servers ignore where the lost process did so already. See docs/restarts.md.
+servers ignore where the lost process did so already. Where the workers update, it copies
+a surviving worker's training state instead (`fetch_state`, `offer_state`;
+statecopy.py). See docs/restarts.md.
 
 Buckets (`bucket_server`, `push_bucket`, `pull_bucket_later`): the small dense keys of one
 server pushed as one PUSH_MANY message and pulled with one PULL_MANY, so per-message
@@ -80,6 +82,7 @@ from .rowsparse import (as_row_sparse, check_row_sparse_outs, group_row_sparse_p
                         is_row_sparse, row_ids_of, sum_values)
 from .shm import Segment, available as shm_available
 from . import staging
+from .statecopy import StateDesk
 from .steps import ResumeState
 from .van import TimeoutError as KVTimeoutError
 from .wire import Cmd, Flag, Message, dtype_code, row_length
@@ -133,6 +136,7 @@ class _WorkerNode:
         for lost, _ in self.po.stand_ins:   # its probe was answered by the holder
             self.shm[lost] = self.shm_probed[lost] = False
         self.resume = self._ask_resume(config.restart_count())
+        self.states = StateDesk(self.po)    # a replacement copies a survivor's state
         self.stores = 0
         self.closed = False
         self.pid = os.getpid()
@@ -451,6 +455,28 @@ class KVStoreDist(KVStore):
         self._po.barrier()
 
     _barrier = barrier          # MXNet 1.x's name
+
+    # ---- restarts where the workers update (statecopy.py, docs/restarts.md) ----------
+    def offer_state(self, source):
+        """Let a replacement worker (minigluon-launch --max-restarts) copy this worker's
+        training state of this store: `source(step)` returns the state after `step` steps
+        as bytes, or None while this worker has not made them. gluon.Trainer with
+        update_on_kvstore=False offers its weights and optimizer states.
+
+        >>> kv.offer_state(lambda step: pickle.dumps(...) if step == done else None)
+        """
+        self._node.states.serve(self._store, source)
+
+    def answer_state_asks(self):
+        """This worker ended a step: answer the replacements that wait for the state
+        after it."""
+        self._node.states.answer()
+
+    def fetch_state(self, step):
+        """A replacement worker: the bytes of a surviving worker's training state after
+        `step` steps of this store (its `offer_state` source gave them; the scheduler
+        relays them)."""
+        return self._node.states.fetch(self._store, step)
 
     def wire_bytes(self):
         """{'sent': ..., 'received': ...}: the bytes of the messages this worker has sent

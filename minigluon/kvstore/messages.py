@@ -15,6 +15,7 @@ lives in one place:
     SERVER_JOINED/BACK  ServerEntry    JSON {rank, tcp, ipc, hostid}
     REPLICATE (frame 0) ReplicaOp      JSON {token, op, rank, step, lr[, owner, info]}
     BYTES to RESUME     ResumePoint    JSON {keys, low, high}
+    STATE_ASK           StateAsk       JSON {ticket, store, step, rank}
     ABORT               Abort          JSON {reason, lost} (any other text is the reason)
     SET_LR              LearningRate   one little-endian float64
     SET_OPTIMIZER       OptimizerBlob  16-byte job token + pickled optimizer
@@ -45,7 +46,7 @@ from .base import KVStoreError
 
 __all__ = ["BodyError", "Registration", "NodeTable", "NodeLost", "WorkerJoined", "Failover",
            "ServerEntry", "ReplicaOp",
-           "ResumePoint", "Abort", "LearningRate",
+           "ResumePoint", "StateAsk", "Abort", "LearningRate",
            "OptimizerBlob", "StatesBlob", "SegmentName", "ProbeToken", "RowIds", "BucketEntry",
            "BucketTable", "Text", "BODIES", "TOKEN_BYTES"]
 
@@ -453,6 +454,33 @@ class ResumePoint:
 
 
 @dataclass(frozen=True, slots=True)
+class StateAsk:
+    """STATE_ASK: the scheduler asks a surviving worker for its training state after
+    `step` steps of store `store`, for the replacement of worker `rank`; the answer
+    (STATE_GIVE or STATE_REFUSED) carries `ticket`."""
+    ticket: int
+    store: int
+    step: int
+    rank: int
+
+    LABEL = "STATE_ASK"
+
+    def encode(self):
+        return _encode_json({"ticket": self.ticket, "store": self.store, "step": self.step,
+                             "rank": self.rank})
+
+    @classmethod
+    def decode(cls, body):
+        ask = _json_object(cls.LABEL, body)
+        ticket, store, step = (_take(cls.LABEL, ask, k, (int,))
+                               for k in ("ticket", "store", "step"))
+        if min(ticket, store, step) < 0:
+            raise _fail(cls.LABEL, f"'ticket', 'store' and 'step' must be >= 0, got "
+                                   f"{ticket}, {store} and {step}")
+        return cls(ticket, store, step, _rank(cls.LABEL, ask))
+
+
+@dataclass(frozen=True, slots=True)
 class Abort:
     """ABORT: why the scheduler ended the job, and the node that was lost (a dict as
     liveness.describe() takes it) or None."""
@@ -677,6 +705,6 @@ class Text:
 
 
 BODIES = (Registration, NodeTable, NodeLost, WorkerJoined, Failover, ServerEntry, ReplicaOp,
-          ResumePoint, Abort,
+          ResumePoint, StateAsk, Abort,
           LearningRate, OptimizerBlob, StatesBlob, SegmentName, ProbeToken, RowIds, BucketTable,
           Text)

@@ -30,7 +30,10 @@ over that rank at once (whether or not the loss was noticed yet): the servers ar
 identity (WORKER_JOINED) before it gets the node table. It tells the scheduler the step
 it resumes after (RESUMED): every BARRIER carries its step count, so the scheduler knows
 which barriers the replacement's script will call again (answered at once) and which it
-has passed, counting it into an open one it will not reach. See docs/restarts.md.
+has passed, counting it into an open one it will not reach. Where the workers update
+(update_on_kvstore=False), it asks for a survivor's training state (STATE_WANTED), and
+the scheduler relays it from the lowest surviving rank (statecopy.py). See
+docs/restarts.md.
 
 Replacement servers (restarts and MINIGLUON_PS_REPLICAS=1): a server that registers with
 MINIGLUON_RESTART_COUNT > 0 and a server's rank takes it over (the lost one fails over
@@ -75,6 +78,7 @@ from .messages import (BodyError, Failover, NodeLost, NodeTable, Registration,
 from .postoffice import resolve
 from .rejoin import Rebuild
 from .replica import replica_of
+from .statecopy import StateRelay
 from .throttle import LogThrottle
 from .van import Van
 from .wire import Cmd, Message
@@ -179,10 +183,14 @@ class Scheduler:
         self._telemetry = telemetry.Sender("nodes", telemetry.NODE_INTERVAL)
         self._handlers = {Cmd.REGISTER: self._register, Cmd.BARRIER: self._barrier_in,
                           Cmd.FINALIZE: self._finalize, Cmd.HEARTBEAT: self._heartbeat,
-                          Cmd.HANDED_BACK: self._handed_back, Cmd.RESUMED: self._resumed}
+                          Cmd.HANDED_BACK: self._handed_back, Cmd.RESUMED: self._resumed,
+                          Cmd.STATE_WANTED: self._state_wanted,
+                          Cmd.STATE_GIVE: self._state_answered,
+                          Cmd.STATE_REFUSED: self._state_answered}
         self._barrier_steps = []         # the step count each released barrier was called at
         self._open_step = 0              # the same of the barrier workers wait in now
         self._handbacks = {}             # rank -> (replacement server, when it registered)
+        self._states = StateRelay(self.van, self._restart_timeout)   # statecopy.py
         self._rebuild = self._start_rebuild(restarted)
 
     def _start_rebuild(self, restarted):
@@ -287,6 +295,7 @@ class Scheduler:
             self._abort(self._missing_nodes())
             return
         self._check_restarts()
+        self._states.check()
         if not self._timeout or self._status is not None:
             return
         now = time.monotonic()
@@ -623,6 +632,15 @@ class Scheduler:
         self.van.log.warning("server %d serves its range again, %.2f s after its "
                              "replacement registered; the chain is whole again", node.rank,
                              time.monotonic() - since)
+
+    def _state_wanted(self, identity, msg):
+        """A replacement whose rank's workers update asks for a survivor's training
+        state (statecopy.py)."""
+        node = self._worker(identity, "a request for a survivor's training state")
+        self._states.wanted(node, msg, self._role("worker", "up"))
+
+    def _state_answered(self, identity, msg):
+        self._states.answered(identity, msg)
 
     def _worker_identities(self):
         workers = sorted(self._role("worker"), key=lambda n: n.rank)

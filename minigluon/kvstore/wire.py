@@ -96,6 +96,13 @@ class Cmd(enum.IntEnum):
     SERVER_BACK = 28   # -> workers: the replacement serves its range; payload: ServerEntry
     HANDED_BACK = 29   # a server -> the scheduler: it gave server `key`'s range back to
                        # the replacement; reply ACK
+    # a replacement worker copies a survivor's training state (statecopy.py)
+    STATE_WANTED = 33  # replacement -> scheduler: the state after step `version` of store
+                       # `store`; reply BYTES: a surviving worker's state
+    STATE_ASK = 34     # scheduler -> a surviving worker; payload: StateAsk (messages.py)
+    STATE_GIVE = 35    # that worker -> the scheduler: `key` = the ask's ticket; payload: its
+                       # state (bytes its Trainer packed); reply ACK
+    STATE_REFUSED = 36  # the same, when it cannot give it; payload: Text (why); reply ACK
     # replies
     ACK = 20
     VALUE = 21         # payload: array
@@ -127,7 +134,8 @@ _PAYLOAD = {
     Cmd.RESUME: _NONE, Cmd.REJOIN: _NONE, Cmd.PUSH_MANY: _BUCKET, Cmd.PULL_MANY: _BUCKET,
     Cmd.VALUES: _BUCKET, Cmd.FAILOVER: _BYTES, Cmd.REPLICATE: "replica",
     Cmd.SERVER_JOINED: _BYTES, Cmd.SERVER_BACK: _BYTES, Cmd.HANDED_BACK: _NONE,
-    Cmd.RESUMED: _NONE,
+    Cmd.RESUMED: _NONE, Cmd.STATE_WANTED: _NONE, Cmd.STATE_ASK: _BYTES,
+    Cmd.STATE_GIVE: _BYTES, Cmd.STATE_REFUSED: _BYTES,
 }
 # what a bucket's one-key messages are; bucket messages allow none of these flags
 _ONE_KEY = {Cmd.PUSH_MANY: Cmd.PUSH, Cmd.PULL_MANY: Cmd.PULL, Cmd.VALUES: Cmd.VALUE}

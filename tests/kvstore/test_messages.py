@@ -13,7 +13,7 @@ from minigluon.kvstore.messages import (BODIES, Abort, BodyError, BucketEntry, B
                                         Failover, LearningRate, NodeLost, NodeTable,
                                         OptimizerBlob, ProbeToken, Registration, ReplicaOp,
                                         ResumePoint, RowIds, SegmentName, ServerEntry,
-                                        StatesBlob, Text, WorkerJoined)
+                                        StateAsk, StatesBlob, Text, WorkerJoined)
 from minigluon.kvstore.wire import Cmd, Flag, Message, WireError, payload_kind
 
 TOKEN = bytes(range(16))
@@ -49,6 +49,7 @@ SAMPLES = {
                                                        "row_sparse": False}),
                 ReplicaOp(TOKEN, "handback", owner=1)],
     ResumePoint: [ResumePoint(4, 17, 18), ResumePoint(0, 0, 0)],
+    StateAsk: [StateAsk(1, 0, 9, 1), StateAsk(2 ** 40, 3, 0, 0)],
     Abort: [Abort("uneven steps"), Abort("it sent no heartbeat", LOST)],
     LearningRate: [LearningRate(0.1), LearningRate(1e-300), LearningRate(-3.0)],
     OptimizerBlob: [OptimizerBlob(TOKEN, b"\x80\x04pickle."), OptimizerBlob(TOKEN, b"")],
@@ -101,6 +102,10 @@ def test_restart_bodies_refuse_impossible_values():
         ResumePoint.decode(b'{"keys": 2, "low": 5, "high": 4}')
     with pytest.raises(BodyError, match="'rank' must be >= 0"):
         WorkerJoined.decode(b'{"rank": -1, "identity": "w", "restarts": 1}')
+    with pytest.raises(BodyError, match="'step' must be >= 0, got 1, 0 and -3"):
+        StateAsk.decode(b'{"ticket": 1, "store": 0, "step": -3, "rank": 1}')
+    with pytest.raises(BodyError, match="'rank' must be int, got None"):
+        StateAsk.decode(b'{"ticket": 1, "store": 0, "step": 3}')
     with pytest.raises(BodyError, match="'restart' must be >= 0"):
         Registration.decode(b'{"role": "worker", "host": "h", "hostid": "x", "restart": -2}')
     with pytest.raises(BodyError, match="rejoin 'steps' must be >= 0, got -1"):

@@ -3,7 +3,7 @@ test_restarts.py.
 
     minigluon-launch -n 2 -s 2 --max-restarts 1 python restart_train.py --out D \
         [--kvstore dist_sync] [--kill RANK:STEP:KEYS] [--kill-scheduler STEP]
-        [--barrier-every N]
+        [--barrier-every N] [--update-on-workers] [--optimizer adam] [--lr-step N]
 
 Each worker trains a LeNet-like net (no dropout unless --dropout, whose masks are seeded per rank and step: either way the
 run is deterministic) on its
@@ -13,7 +13,10 @@ the first) once it has pushed KEYS of the parameters (0: before its first push),
 servers may hold part of the lost step. With --kill-scheduler, worker 0 SIGKILLs the job's
 scheduler (found by its DMLC_ROLE and port) at the start of step STEP; --barrier-every N
 makes every worker call kv.barrier() after every N steps, so the scheduler is on the
-path of training. Each worker prints `STEP s t` after each step
+path of training. --update-on-workers makes the Trainer update on the workers
+(update_on_kvstore=False: a replacement copies a survivor's weights and optimizer states);
+--optimizer picks SGD with momentum (the default) or Adam, and --lr-step N halves the
+learning rate every N updates (an lr_scheduler, driven by the optimizer's update counts). Each worker prints `STEP s t` after each step
 (t: time.monotonic(), one clock for the whole machine) and `KILL t` when it kills itself,
 and writes its final parameters to D/params-<rank>.npz and to D/loss-<rank>.json the
 loss of the whole set before and after training and its epochs' mean losses (dist_async:
@@ -51,6 +54,14 @@ def parse_args():
                     help="every worker calls kv.barrier() after every N steps")
     ap.add_argument("--step-sleep", type=float, default=0.0,
                     help="seconds to sleep after each step (time for a fault from outside)")
+    ap.add_argument("--update-on-workers", action="store_true",
+                    help="gluon.Trainer(..., update_on_kvstore=False)")
+    ap.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
+                    help="sgd (momentum 0.9) or adam")
+    ap.add_argument("--lr-step", type=int, default=0, metavar="N",
+                    help="halve the learning rate every N updates (mx.lr_scheduler)")
+    ap.add_argument("--stall", metavar="RANK:STEP:SECONDS",
+                    help="worker RANK sleeps SECONDS after step STEP (away from the kvstore)")
     return ap.parse_args()
 
 
@@ -137,6 +148,29 @@ def arm_kill(store, spec, every_time, settle):
     return on_step
 
 
+def make_trainer(args, net, store):
+    hyper = {"learning_rate": args.lr}
+    if args.optimizer == "sgd":
+        hyper["momentum"] = 0.9
+    else:
+        hyper["learning_rate"] = args.lr / 10
+    if args.lr_step:
+        hyper["lr_scheduler"] = mx.lr_scheduler.FactorScheduler(
+            args.lr_step, factor=0.5, base_lr=hyper["learning_rate"])
+    where = {"update_on_kvstore": False} if args.update_on_workers else {}
+    return gluon.Trainer(net.collect_params(), args.optimizer, hyper, kvstore=store, **where)
+
+
+def arm_stall(store, spec):
+    """The step hook of --stall: worker RANK (its first process) sleeps after step STEP."""
+    if spec is None:
+        return lambda s: None
+    rank, step, seconds = spec.split(":")
+    if store.rank != int(rank) or kv.resume_state().restarts:
+        return lambda s: None
+    return lambda s: time.sleep(float(seconds)) if s == int(step) else None
+
+
 def whole_loss(net, data, loss_fn):
     x, y = (mx.nd.array(np.stack(column)) for column in zip(*[data[i] for i in
                                                               range(len(data))]))
@@ -162,13 +196,13 @@ def main():
     net.initialize(mx.init.Xavier())
     if args.dropout:    # shapes now: a deferred init inside step k would draw from its seed
         net(mx.nd.zeros((1, 1, 12, 12)))
-    trainer = gluon.Trainer(net.collect_params(), "sgd",
-                            {"learning_rate": args.lr, "momentum": 0.9}, kvstore=store)
+    trainer = make_trainer(args, net, store)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     settle = lambda: [p.data() for p in net.collect_params().values()]   # noqa: E731
     on_step = arm_kill(store, args.kill, args.kill_every_time, settle) if args.kill \
         else (lambda s: None)
     on_step_sched = arm_scheduler_kill(store, args.kill_scheduler)
+    after_step = arm_stall(store, args.stall)
     before = whole_loss(net, data, loss_fn)
     step, losses = store.resume_state().step, []
     for _ in range(args.epochs):
@@ -188,6 +222,7 @@ def main():
             if args.barrier_every and step % args.barrier_every == 0:
                 store.barrier()
             time.sleep(args.step_sleep)
+            after_step(step)
         losses.append(total / count if count else None)
     if args.kvstore == "dist_async":
         store.barrier()                 # every push applied
