@@ -159,6 +159,9 @@ SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
 class SoftmaxCrossEntropyLoss(Loss):
     """Cross-entropy between softmax(pred) along `axis` and the label.
 
+    With sparse labels on the last axis (the defaults) it is one operator,
+    `_softmax_ce_loss` (log_softmax, pick and both gradients in a pass or two per row).
+
     Parameters
     ----------
     axis : int
