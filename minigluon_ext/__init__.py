@@ -65,6 +65,12 @@ ops_nn and ops_elemwise call them on host arrays), multi-threaded over rows, pla
 - `relu(x)` = np.maximum(x, 0); `relu_backward(x, dy)` = dy * (x > 0).
 - `sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient)`: one SGD
   step (with momentum when `mom` is given) in place, one pass over the arrays.
+- Softmax along the last axis of (rows, width) data, one row at a time:
+  `softmax_forward(x, log=False)` (log_softmax with log=True) and
+  `softmax_backward(y, dy, log=False)`; `softmax_cross_entropy_forward(x, label)` ->
+  (loss, stats), loss[r] = -log_softmax(x)[r, label[r]], and
+  `softmax_cross_entropy_backward(x, label, stats, dloss)` = (softmax(x) - onehot(label))
+  * dloss[r].  Row sums run in float64; float32 exponentials within a few ulp of NumPy's.
 
 Row kernels (a kvstore server's row_sparse keys; tables of rows along axis 0, int64 row ids;
 one thread, GIL released):
@@ -127,7 +133,9 @@ __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequa
            "lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward",
            "max_pool2d", "max_pool2d_backward",
            "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
-           "relu", "relu_backward", "sgd_update", "rows_sum", "rows_take", "rows_sgd_update",
+           "relu", "relu_backward", "sgd_update", "softmax_forward", "softmax_backward",
+           "softmax_cross_entropy_forward", "softmax_cross_entropy_backward",
+           "rows_sum", "rows_take", "rows_sgd_update",
            "rows_adam_update",
            "LAYER_DTYPES", "winograd_tiles", "native", "fallback"]
 
@@ -407,6 +415,40 @@ def relu_backward(x, dy, out=None, nthreads=None):
     >>> dx = relu_backward(x, dy)
     """
     return _impl.relu_backward(x, dy, out, nthreads)
+
+
+def softmax_forward(x, log=False, out=None, nthreads=None):
+    """softmax (log=True: log_softmax) along the last axis of a (rows, width) array.
+
+    >>> p = softmax_forward(logits.reshape(-1, logits.shape[-1]))
+    """
+    return _impl.softmax_forward(x, log, out, nthreads)
+
+
+def softmax_backward(y, dy, log=False, out=None, nthreads=None):
+    """The gradient for x of sum(dy * y), where y = softmax_forward(x, log).
+
+    >>> dx = softmax_backward(y, dy, log=True)
+    """
+    return _impl.softmax_backward(y, dy, log, out, nthreads)
+
+
+def softmax_cross_entropy_forward(x, label, nthreads=None):
+    """The softmax cross-entropy of one class per row of a (rows, width) array: (loss
+    (rows,) = -log_softmax(x)[r, label[r]], stats (rows, 2) = (row max, log sum exp(x -
+    max)), what the backward needs). label: integers in [0, width), one per row.
+
+    >>> loss, stats = softmax_cross_entropy_forward(logits, np.array([3, 0]))
+    """
+    return _impl.softmax_cross_entropy_forward(x, label, nthreads)
+
+
+def softmax_cross_entropy_backward(x, label, stats, dloss, out=None, nthreads=None):
+    """The gradient for x of sum(dloss * loss): (softmax(x) - onehot(label)) * dloss[r].
+
+    >>> dx = softmax_cross_entropy_backward(logits, label, stats, np.ones(2, np.float32))
+    """
+    return _impl.softmax_cross_entropy_backward(x, label, stats, dloss, out, nthreads)
 
 
 def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_grad=1.0,

@@ -825,3 +825,72 @@ def _state(fn, name, h):
     array(fn, name, h, dtypes=LAYER_FLOATS)
     if h.ndim != 2:
         raise ShapeError(f"{fn}: {name} must be (N, H), got shape {h.shape}")
+
+
+# ---- softmax along the last axis (softmax.c) -------------------------------------------
+LABEL = np.dtype(np.int32)
+MAX_WIDTH = 2 ** 31 - 1     # labels travel as int32
+
+
+def _rows(fn, name, x):
+    array(fn, name, x, dtypes=LAYER_FLOATS)
+    if x.ndim != 2 or not 1 <= x.shape[1] <= MAX_WIDTH:
+        raise ShapeError(f"{fn}: {name} must be (rows, width) with 1 <= width <= {MAX_WIDTH}, "
+                         f"got shape {x.shape}; help: reshape to (-1, width) for a softmax "
+                         "along the last axis")
+
+
+def softmax_rows(fn, x, dy, out, nthreads, x_name="x"):
+    """Check softmax_forward / softmax_backward arguments; return (out, threads)."""
+    _rows(fn, x_name, x)
+    inputs = [(x_name, x)]
+    if dy is not None:
+        array(fn, "dy", dy, dtypes=LAYER_FLOATS)
+        like(fn, "dy", dy, x_name, x)
+        inputs.append(("dy", dy))
+    return output(fn, out, x.shape, x.dtype, inputs), layer_threads(fn, x.size, nthreads)
+
+
+def class_labels(fn, label, x):
+    """The labels as int32, one per row of x, each in [0, width)."""
+    if not isinstance(label, np.ndarray) or label.dtype.kind not in "iu":
+        what = label.dtype if isinstance(label, np.ndarray) else type(label).__name__
+        raise DTypeError(f"{fn}: label must be a numpy integer array, got {what}; help: "
+                         "cast class indices with .astype(np.int64)")
+    if label.shape != (x.shape[0],):
+        raise ShapeError(f"{fn}: label has shape {label.shape} but x of shape {x.shape} "
+                         f"needs one class index per row: ({x.shape[0]},)")
+    if label.size:
+        low, high = int(label.min()), int(label.max())
+        if low < 0 or high >= x.shape[1]:
+            bad = low if low < 0 else high
+            row = int(np.flatnonzero(label == bad)[0])
+            raise ValueError(f"{fn}: label[{row}] = {bad} is outside the {x.shape[1]} classes "
+                             f"[0, {x.shape[1]}); help: clip the labels to the classes (as "
+                             "pick's mode='clip' does) or fix the data")
+    return np.ascontiguousarray(label, dtype=LABEL)
+
+
+def softmax_cross_entropy_forward(x, label, nthreads):
+    """Check softmax_cross_entropy_forward's arguments; return (label, loss, stats, threads)."""
+    fn = "softmax_cross_entropy_forward"
+    _rows(fn, "x", x)
+    label = class_labels(fn, label, x)
+    rows = x.shape[0]
+    return label, np.empty(rows, x.dtype), np.empty((rows, 2), x.dtype), \
+        layer_threads(fn, x.size, nthreads)
+
+
+def softmax_cross_entropy_backward(x, label, stats, dloss, out, nthreads):
+    """Check softmax_cross_entropy_backward's arguments; return (label, out, threads)."""
+    fn = "softmax_cross_entropy_backward"
+    _rows(fn, "x", x)
+    label = class_labels(fn, label, x)
+    rows = x.shape[0]
+    for name, a, shape in (("stats", stats, (rows, 2)), ("dloss", dloss, (rows,))):
+        array(fn, name, a, dtypes=(x.dtype,))
+        if a.shape != shape:
+            raise ShapeError(f"{fn}: {name} has shape {a.shape} but x of shape {x.shape} "
+                             f"needs {shape}")
+    out = output(fn, out, x.shape, x.dtype, [("x", x), ("stats", stats), ("dloss", dloss)])
+    return label, out, layer_threads(fn, x.size, nthreads)

@@ -576,6 +576,57 @@ def _spread(top, step, count, size):
     return slice(start, start + step * (hi - lo - 1) + 1, step), slice(lo, hi)
 
 
+def _row_sums(a):
+    """Row sums of a (rows, width) array, in float64 and then in a's dtype (as softmax.c)."""
+    return a.sum(axis=1, keepdims=True, dtype=np.float64).astype(a.dtype)
+
+
+def softmax_forward(x, log=False, out=None, nthreads=None):
+    """softmax (log: log_softmax) along the last axis of (rows, width) x, in NumPy."""
+    out, _ = check.softmax_rows("softmax_forward", x, None, out, nthreads)
+    with np.errstate(invalid="ignore", over="ignore"):   # inf - inf is NaN, as in C
+        np.subtract(x, x.max(axis=1, keepdims=True), out=out)
+        if log:
+            out -= np.log(_row_sums(np.exp(out)))
+        else:
+            np.exp(out, out=out)
+            out /= _row_sums(out)
+    return out
+
+
+def softmax_backward(y, dy, log=False, out=None, nthreads=None):
+    """The gradient for x of sum(dy * y), y = softmax_forward(x, log), in NumPy."""
+    out, _ = check.softmax_rows("softmax_backward", y, dy, out, nthreads, "y")
+    with np.errstate(invalid="ignore", over="ignore"):
+        if log:
+            np.subtract(dy, np.exp(y) * _row_sums(dy), out=out)
+        else:
+            np.multiply(dy - _row_sums(dy * y), y, out=out)
+    return out
+
+
+def softmax_cross_entropy_forward(x, label, nthreads=None):
+    """(loss (rows,), stats (rows, 2) = (max, log sum exp(x - max))) of
+    -log_softmax(x)[r, label[r]], in NumPy."""
+    label, loss, stats, _ = check.softmax_cross_entropy_forward(x, label, nthreads)
+    with np.errstate(invalid="ignore", over="ignore"):
+        stats[:, :1] = x.max(axis=1, keepdims=True)
+        z = x - stats[:, :1]
+        stats[:, 1:] = np.log(_row_sums(np.exp(z)))
+        loss[:] = -(z[np.arange(x.shape[0]), label] - stats[:, 1])
+    return loss, stats
+
+
+def softmax_cross_entropy_backward(x, label, stats, dloss, out=None, nthreads=None):
+    """(softmax(x) - onehot(label)) * dloss per row, in NumPy."""
+    label, out, _ = check.softmax_cross_entropy_backward(x, label, stats, dloss, out, nthreads)
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.exp((x - stats[:, :1]) - stats[:, 1:], out=out)
+        out[np.arange(x.shape[0]), label] -= 1
+        out *= dloss[:, None]
+    return out
+
+
 def _padded(x, ph, pw, fill):
     if not (ph or pw):
         return x

@@ -269,6 +269,35 @@ def gru_cell_backward(dout, act, h, nthreads=None):
     return di2h, dh2h, dh
 
 
+def softmax_forward(x, log=False, out=None, nthreads=None):
+    """softmax (log: log_softmax) along the last axis of (rows, width) x, in C."""
+    out, threads = check.softmax_rows("softmax_forward", x, None, out, nthreads)
+    _kernels.softmax(1 if log else 0, x, None, None, None, out, threads)
+    return out
+
+
+def softmax_backward(y, dy, log=False, out=None, nthreads=None):
+    """The gradient for x of sum(dy * y), y = softmax_forward(x, log), in C."""
+    out, threads = check.softmax_rows("softmax_backward", y, dy, out, nthreads, "y")
+    _kernels.softmax(3 if log else 2, y, dy, None, None, out, threads)
+    return out
+
+
+def softmax_cross_entropy_forward(x, label, nthreads=None):
+    """(loss (rows,), stats (rows, 2)) of -log_softmax(x)[r, label[r]], in C."""
+    label, loss, stats, threads = check.softmax_cross_entropy_forward(x, label, nthreads)
+    _kernels.softmax(4, x, None, label, stats, loss, threads)
+    return loss, stats
+
+
+def softmax_cross_entropy_backward(x, label, stats, dloss, out=None, nthreads=None):
+    """(softmax(x) - onehot(label)) * dloss per row, in C."""
+    label, out, threads = check.softmax_cross_entropy_backward(x, label, stats, dloss, out,
+                                                               nthreads)
+    _kernels.softmax(5, x, dloss, label, stats, out, threads)
+    return out
+
+
 def describe():
     """A few words on this path for the log: which SIMD paths the CPU enables."""
     feats = _kernels.tuning()

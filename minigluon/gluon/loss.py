@@ -159,6 +159,9 @@ SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
 class SoftmaxCrossEntropyLoss(Loss):
     """Cross-entropy between softmax(pred) along `axis` and the label.
 
+    With sparse labels on the last axis (the defaults) it is one operator,
+    `_softmax_ce_loss` (log_softmax, pick and both gradients in a pass or two per row).
+
     Parameters
     ----------
     axis : int
@@ -186,6 +189,10 @@ class SoftmaxCrossEntropyLoss(Loss):
         self._label_like_pred = not sparse_label
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if self._sparse_label and not self._from_logits and self._axis == -1:
+            # one operator for log_softmax, pick and both gradients (ndarray/ops_softmax.py)
+            loss = F._softmax_ce_loss(pred, label, keepdims=True)
+            return self._mean(F, loss, sample_weight)
         if not self._from_logits:
             pred = F.log_softmax(pred, self._axis)
         if self._sparse_label:

@@ -16,6 +16,7 @@ from . import ops_math  # noqa: F401  (inverse trigonometric, angle and cube-roo
 from . import ops_optimizer_mp  # noqa: F401  (mp_*, multi_* optimizer updates, reset_arrays)
 from . import random  # noqa: F401
 from . import ops_loss  # noqa: F401  (make_loss)
+from . import ops_softmax  # noqa: F401  (softmax, log_softmax, fused softmax CE)
 from . import ops_storage, ops_sparse  # noqa: F401  (cast_storage; sparse kernels)
 from .creation import (arange, array, empty, eye, full, linspace, ones, waitall,  # noqa: F401
                        zeros)

@@ -1,5 +1,5 @@
-"""Reductions along axes (sum, mean, max, min, prod, norm, argmax, argmin), softmax and
-log_softmax, and ordering ops (topk, sort, argsort)."""
+"""Reductions along axes (sum, mean, max, min, prod, norm, argmax, argmin) and ordering ops
+(topk, sort, argsort). softmax and log_softmax live in ops_softmax.py."""
 import numpy as np
 
 from ..base import ShapeError
@@ -155,45 +155,6 @@ def argmax_channel(xp, data):
         raise ShapeError(f"argmax_channel: needs a last axis of at least one element, got "
                          f"shape {data.shape}")
     return _at_least_1d(xp.asarray(xp.argmax(data, axis=-1)).astype(np.float32)), None
-
-
-def _softmax_core(xp, data, axis, temperature):
-    z = data / temperature if temperature not in (None, 1, 1.0) else data
-    z = z - z.max(axis=axis, keepdims=True)
-    return z
-
-
-@register("softmax")
-def softmax(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
-    """exp(x) / sum(exp(x)) along `axis`, computed stably."""
-    norm_axis("softmax", axis, data.ndim)
-    e = xp.exp(_softmax_core(xp, data, axis, temperature))
-    out = e / e.sum(axis=axis, keepdims=True)
-    t = temperature or 1.0
-
-    def backward(dy):
-        return ((dy - (dy * out).sum(axis=axis, keepdims=True)) * out / t,)
-    return out, backward
-
-
-@register("softmin")
-def softmin(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
-    """softmax(-x) along `axis`: the smallest values get the largest weights."""
-    out, softmax_backward = softmax(xp, -data, axis, temperature)
-    return out, lambda dy: (-softmax_backward(dy)[0],)
-
-
-@register("log_softmax")
-def log_softmax(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
-    """log(softmax(x)) along `axis`, without the loss of precision of taking the log after."""
-    norm_axis("log_softmax", axis, data.ndim)
-    z = _softmax_core(xp, data, axis, temperature)
-    out = z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
-    t = temperature or 1.0
-
-    def backward(dy):
-        return ((dy - xp.exp(out) * dy.sum(axis=axis, keepdims=True)) / t,)
-    return out, backward
 
 
 def _sort_key(data, is_ascend):

@@ -160,4 +160,26 @@ typedef struct {
 } mg_gru_args;
 void mg_gru_task(void *args, size_t begin, size_t end);
 
+/* softmax.c: softmax along the last axis of (rows, width) data, row by row.  x is the data
+ * (backward kinds: y, the forward's output); dy the output's gradient (CE backward: dloss,
+ * one per row); label (rows) class indices in [0, width), checked by the caller; stats
+ * (rows, 2) = (max, log sum exp(x - max)), written by the CE forward, read by its backward;
+ * out the result (CE forward: the loss, one per row).  Items: rows. */
+enum {
+    MG_SM_FORWARD = 0,
+    MG_SM_LOG_FORWARD = 1,
+    MG_SM_BACKWARD = 2,
+    MG_SM_LOG_BACKWARD = 3,
+    MG_SM_CE_FORWARD = 4,
+    MG_SM_CE_BACKWARD = 5
+};
+typedef struct {
+    int dtype, kind;
+    size_t rows, width;
+    const void *x, *dy;
+    const int32_t *label;
+    void *stats, *out;
+} mg_softmax_args;
+void mg_softmax_task(void *args, size_t begin, size_t end);
+
 #endif

@@ -769,6 +769,65 @@ static PyObject *py_gru_cell(PyObject *self, PyObject *args)
     return run_layer(&b, s.n, nthreads, mg_gru_task, &s);
 }
 
+/* softmax(kind, x, dy, label, stats, out, nthreads): x (rows, width) sets the sizes: the
+ * data, or for the backward kinds of softmax/log_softmax y, their output.  dy is the
+ * output's gradient (CE backward: dloss, one per row); label (int32, one per row) and stats
+ * (rows, 2) are the CE kinds'; the arguments a kind does not use are None.  The labels are
+ * checked here: the kernel indexes rows with them. */
+static PyObject *py_softmax(PyObject *self, PyObject *args)
+{
+    static const char *fn = "softmax";
+    PyObject *x_obj, *dy_obj, *label_obj, *stats_obj, *out_obj;
+    int kind, nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_softmax_args s = {0};
+    if (!PyArg_ParseTuple(args, "iOOOOOi", &kind, &x_obj, &dy_obj, &label_obj, &stats_obj,
+                          &out_obj, &nthreads))
+        return NULL;
+    if (kind < MG_SM_FORWARD || kind > MG_SM_CE_BACKWARD)
+        return PyErr_Format(PyExc_ValueError, "%s: kind must be 0..5, got %d", fn, kind);
+    Py_buffer *x = take_float(&b, x_obj, 0, 2, fn, "x", &dtype);
+    if (!x)
+        return fail(&b);
+    s.dtype = dtype, s.kind = kind, s.x = x->buf;
+    s.rows = (size_t)x->shape[0], s.width = (size_t)x->shape[1];
+    if (s.width == 0 || s.width > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: rows must have 1 to %d values, got %zu", fn,
+                     INT32_MAX, s.width);
+        return fail(&b);
+    }
+    int ce = kind >= MG_SM_CE_FORWARD;
+    int back = kind == MG_SM_BACKWARD || kind == MG_SM_LOG_BACKWARD || kind == MG_SM_CE_BACKWARD;
+    size_t all = s.rows * s.width;
+    if (back) {
+        Py_buffer *dy = take_like(&b, dy_obj, 0, fn, ce ? "dloss" : "dy", dtype,
+                                  ce ? s.rows : all);
+        if (!dy)
+            return fail(&b);
+        s.dy = dy->buf;
+    }
+    if (ce) {
+        Py_buffer *label = take_like(&b, label_obj, 0, fn, "label", -1, s.rows);
+        Py_buffer *stats = label ? take_like(&b, stats_obj, kind == MG_SM_CE_FORWARD, fn,
+                                             "stats", dtype, 2 * s.rows) : NULL;
+        if (!stats)
+            return fail(&b);
+        s.label = (const int32_t *)label->buf, s.stats = stats->buf;
+        for (size_t r = 0; r < s.rows; r++)
+            if (s.label[r] < 0 || (size_t)s.label[r] >= s.width) {
+                PyErr_Format(PyExc_ValueError, "%s: label[%zu] = %d is outside [0, %zu)", fn,
+                             r, (int)s.label[r], s.width);
+                return fail(&b);
+            }
+    }
+    Py_buffer *out = take_like(&b, out_obj, 1, fn, "out", dtype,
+                               kind == MG_SM_CE_FORWARD ? s.rows : all);
+    if (!out)
+        return fail(&b);
+    s.out = out->buf;
+    return run_layer(&b, s.rows, nthreads, mg_softmax_task, &s);
+}
+
 /* batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads): x is (outer, C, inner);
  * the arguments a kind does not use are None. */
 static PyObject *py_batch_norm(PyObject *self, PyObject *args)
@@ -1171,6 +1230,8 @@ static PyMethodDef methods[] = {
      "depthwise(kind, x, y, w, bias_or_None, kh, kw, sh, sw, ph, pw, dh, dw, nthreads)"},
     {"lstm_cell", py_lstm_cell, METH_VARARGS,
      "lstm_cell(kind, c, act, out, i2h_or_dout, h2h_or_da, dc_or_None, nthreads)"},
+    {"softmax", py_softmax, METH_VARARGS,
+     "softmax(kind, x, dy_or_None, label_or_None, stats_or_None, out, nthreads)"},
     {"gru_cell", py_gru_cell, METH_VARARGS,
      "gru_cell(kind, h, act, out_or_dout, i2h_or_di2h, h2h_or_dh2h, dh_or_None, nthreads)"},
     {"batch_norm", py_batch_norm, METH_VARARGS,

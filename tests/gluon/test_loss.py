@@ -168,6 +168,33 @@ def test_softmax_ce_sparse(shape, axis):
                per_sample(-picked * sample_weight * 0.5))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_softmax_ce_sparse_last_axis_is_the_unfused_formula(dtype, hybrid):
+    """The common case (sparse labels, class axis last) runs one fused operator: values and
+    gradients as log_softmax + pick gave them, for a language model's (T, N, C) output."""
+    rng = np.random.default_rng(5)
+    pred = (rng.standard_normal((5, 3, 700)) * 3).astype(dtype)
+    label = nd.array(rng.integers(0, 700, (5, 3)), dtype="float32")
+    weight = nd.array(rng.uniform(0.5, 2, (5, 1, 1)), dtype=dtype)
+    tol = dict(rtol=3e-6, atol=3e-7) if dtype == "float32" else dict(rtol=1e-12, atol=1e-14)
+
+    def value_and_grad(loss):
+        a = nd.array(pred, dtype=dtype)
+        a.attach_grad()
+        with autograd.record():
+            out = loss(a, label, weight)
+        out.backward()
+        return out.asnumpy(), a.grad.asnumpy()
+    fused = gloss.SoftmaxCrossEntropyLoss()
+    if hybrid:
+        fused.hybridize()
+        value_and_grad(fused)                           # traces the graph
+    unfused = gloss.SoftmaxCrossEntropyLoss(axis=2)     # the same loss on the old path
+    for got, want in zip(value_and_grad(fused), value_and_grad(unfused)):
+        np.testing.assert_allclose(got, want, **tol)
+
+
 def test_softmax_ce_dense_label():
     pred = rand(3, 4, seed=1)
     label = np.exp(log_softmax(rand(3, 4, seed=2)))

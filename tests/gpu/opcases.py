@@ -213,6 +213,7 @@ CASES = {
     "_rnn_gru_cell": lambda m: Case([m.signed(2, 12), m.signed(2, 12), m.signed(2, 4)]),
     "_rnn_lstm_cell": lambda m: Case([m.signed(2, 16), m.signed(2, 16), m.signed(2, 4)]),
     "_rnn_sequence": _rnn_sequence,
+    "_softmax_ce_loss": lambda m: Case([m.signed(3, 4), m.ints(4, 3)], dict(keepdims=True)),
     "_slice_assign": lambda m: Case([m.pos(3, 4), m.pos(2, 2)], dict(begin=(1, 1),
                                                                      end=(3, 3))),
     "_slice_assign_scalar": lambda m: Case([m.pos(3, 4)], dict(scalar=2.0, begin=(0, 1),
