@@ -105,7 +105,9 @@ class _State:
 
 def _refresh(now):
     cap = config.compute_threads()
-    if config.adaptive_threads():
+    # one thread needs no look at the cores: that look opens /proc/loadavg and a file per
+    # thread of ours every SAMPLE_S (a dist worker's 8 s ResNet-18 step paid ~60 ms)
+    if config.adaptive_threads() and cap > 1:
         if _State.free is None:
             _State.free = FreeCores(config.usable_cores(), os.cpu_count() or 1)
         cap = min(cap, _State.free.sample())
