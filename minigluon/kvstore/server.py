@@ -228,8 +228,8 @@ class KVServer:
             self.van.log.info("serving")
             while not self._done:
                 # kept replies leave as zmq writes the ones before them: look often then
-                self.van.poll(1 if self.replies is not None and self.replies.waiting()
-                              else 200)
+                look = self.replies.look_ms() if self.replies is not None else None
+                self.van.poll(200 if look is None else look)
                 self._flush_replies()
                 self._check_parent()
                 self.po.check_alive("requests (serving the workers)")

@@ -107,3 +107,21 @@ def test_an_urgent_reply_overtakes_the_kept_ones_and_kept_ones_are_in_flight(pip
 def test_a_window_must_be_positive():
     with pytest.raises(ValueError, match="window must be a positive number of bytes, got 0"):
         ReplyQueue(lambda identity, msg: None, 0)
+
+
+def test_the_server_looks_less_often_while_nothing_is_written(pipe):
+    send, receive = pipe
+    queue = ReplyQueue(send, window=1)
+    assert queue.look_ms() is None                   # nothing kept: no need to look
+    sendings = [queue.put(b"w0", reply(k, 0), NBYTES) for k in range(2)]
+    looks = []
+    for _ in range(5):                               # nobody reads: nothing is written
+        queue.flush()
+        looks.append(queue.look_ms())
+    assert looks == [2, 4, 8, 8, 8]
+    assert receive() == [0]
+    settle(sendings[:1])
+    queue.flush()                                    # a reply was written: look soon
+    assert queue.look_ms() is None and receive() == [1]   # and the last one left
+    queue.put(b"w0", reply(2, 0), NBYTES)
+    assert queue.look_ms() == 1
