@@ -84,6 +84,8 @@ __all__ = ["KVServer"]
 _ZERO_COPY_BYTES = 65536      # pyzmq copies smaller frames itself
 _PARK_SECONDS = 30.0          # how long a replacement's request may wait for WORKER_JOINED
 _PARK_LIMIT = 256             # requests kept waiting at most (strangers cannot fill memory)
+_CHORES_S = 0.05              # the serving loop's checks (parent, scheduler, parked) at most
+                              # this often: kept replies wake it every 1-8 ms
 
 
 class _Refused(Exception):
@@ -226,18 +228,15 @@ class KVServer:
             if self.replication is not None:
                 self.replication.start(self.po)
             self.van.log.info("serving")
+            chores = 0.0                   # when the checks below are due again
             while not self._done:
                 # kept replies leave as zmq writes the ones before them: look often then
                 look = self.replies.look_ms() if self.replies is not None else None
                 self.van.poll(200 if look is None else look)
                 self._flush_replies()
-                self._check_parent()
-                self.po.check_alive("requests (serving the workers)")
-                self._expire_parked()
-                if self.handback is not None:
-                    self.handback.expire()
-                self._telemetry.send({"push_bytes": self.push_bytes,
-                                      "pull_bytes": self.pull_bytes})
+                if time.monotonic() >= chores:     # not at every look at the replies
+                    chores = time.monotonic() + _CHORES_S
+                    self._chores()
             return 0
         except KVStoreError as err:          # aborted, or no scheduler to register with
             self.van.log.error("%s", str(err).removeprefix(f"{self.van.label} "))
@@ -247,6 +246,14 @@ class KVServer:
                 self.replies.drain()
             self._complaints.flush()
             self.po.close()
+
+    def _chores(self):
+        self._check_parent()
+        self.po.check_alive("requests (serving the workers)")
+        self._expire_parked()
+        if self.handback is not None:
+            self.handback.expire()
+        self._telemetry.send({"push_bytes": self.push_bytes, "pull_bytes": self.pull_bytes})
 
     def _check_parent(self):
         if self._parent and os.getppid() != self._parent:
