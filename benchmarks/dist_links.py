@@ -56,6 +56,10 @@ def parse(argv=None):
     parser.add_argument("--rounds", type=int, default=1,
                         help="run each (link, model) this many times; figures are medians")
     parser.add_argument("--no-2bit", action="store_true", help="skip the 2-bit runs")
+    parser.add_argument("--updates", choices=("servers", "workers"), default="servers",
+                        help="where the Gluon jobs' optimizer runs (workers: "
+                             "update_on_kvstore=False; a 2-bit round then comes back as "
+                             "the workers' codes)")
     parser.add_argument("--tc", default="tc", help="the tc binary (default: tc on PATH)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="cProfile worker 0 of minigluon's and MXNet's dist jobs; "
@@ -117,20 +121,24 @@ def run_compute(system, hosts, model, args):
 
 def run_dist(system, lab, hosts, model, args, port, compression="none"):
     """(worker 0's result, {host: [bytes sent, received] per step}, packets dropped in
-    the timed steps, params) of one job."""
+    the timed steps, params, {process: CPU seconds per timed step}) of one job."""
     job, marks = Job(args.job_deadline), {}
 
     def read_links(mark):        # while worker 0 waits at the window's start or end
-        marks[mark] = (links.counters(lab), links.drops(lab, hosts.values(), args.tc))
+        marks[mark] = (links.counters(lab), links.drops(lab, hosts.values(), args.tc),
+                       job.cpu_seconds())
     try:
         system.dist(job, hosts, model, args, port, compression)
         results = job.run(on_mark=read_links)
     finally:
         job.close()
-    (before, dropped_before), (after, dropped_after) = marks["begin"], marks["end"]
+    (before, dropped_before, cpu_before), (after, dropped_after, cpu_after) = \
+        marks["begin"], marks["end"]
     steps = args.steps_of(model)
     per_step = {h: [(after[h][i] - before[h][i]) / steps for i in (0, 1)] for h in after}
-    return results["worker0"], per_step, dropped_after - dropped_before, _params(results)
+    cpu = {n: round((cpu_after[n] - cpu_before[n]) / steps, 4)
+           for n in cpu_after if n in cpu_before}
+    return results["worker0"], per_step, dropped_after - dropped_before, _params(results), cpu
 
 
 def _params(results):
@@ -153,7 +161,7 @@ class LinkRun:
         self.hosts = place(lab, args.servers, args.workers)
         self.port = 9100
         self.row = {"link": link, "model": model, "servers": args.servers,
-                    "workers": args.workers, "batch": args.batch,
+                    "workers": args.workers, "batch": args.batch, "updates": args.updates,
                     "steps": args.steps_of(model)}
 
     def shape(self):
@@ -166,8 +174,8 @@ class LinkRun:
     def dist(self, name, system, compute, compression="none"):
         """Run one dist job; its figures go into the row under the system's prefix."""
         self.port += 1
-        first, per_step, dropped, params = run_dist(system, self.lab, self.hosts, self.model,
-                                                    self.args, self.port, compression)
+        first, per_step, dropped, params, cpu = run_dist(
+            system, self.lab, self.hosts, self.model, self.args, self.port, compression)
         suffix = "_2bit" if compression != "none" else ""
         key = lambda what: f"{self.PREFIXES[name]}{what}{suffix}"  # noqa: E731
         dist, wire = first["step_s"], wire_seconds(per_step, self.rate)
@@ -176,7 +184,7 @@ class LinkRun:
                          key("overlap_bound"): dist / max(compute, wire),
                          key("bytes_per_step"): {h: [round(b) for b in v]
                                                  for h, v in per_step.items()},
-                         key("tbf_drops"): dropped})
+                         key("tbf_drops"): dropped, key("cpu_s_per_step"): cpu})
         if "profile" in first:
             self.row[key("profile")] = first["profile"]
         self.row.setdefault("params", {})[name] = params

@@ -1,16 +1,19 @@
 """A dist_sync training step with gradients pushed while backward runs (overlap on) against
 pushed all at step (overlap off), or overlap with buckets of small gradients against
-without (--compare buckets); ONE JSON line.
+without (--compare buckets), or with 2-bit compression against without (--compare 2bit);
+ONE JSON line.
 
 One real job on 127.0.0.1: a scheduler, --servers servers and --workers workers started as
 processes with the DMLC_* variables. Every worker builds the same network twice (same
 seed) with two Trainers on two dist_sync stores of the job, one with overlap=True and one
 with overlap=False, and alternates rounds of --steps steps between them, so both see the
 same machine (a busy neighbour slows a round of each). Per round and worker: wall seconds
-and CPU seconds (this process, time.process_time) per step. Figures are medians over
-rounds of the workers' mean; `ratio` is on / off of the medians of the per-round ratios
-(below 1: overlap is faster). The two nets' parameters are compared at the end
-(`bit_identical`), and the load average at start and end is part of the line.
+and CPU seconds (this process, time.process_time) per step, and the CPU seconds per step
+of all the servers together (read by worker 0 from /proc; `server_cpu_*`). Figures are
+medians over rounds of the workers' mean; `ratio` is on / off of the medians of the
+per-round ratios (below 1: "on" is faster). The two nets' parameters are compared at the
+end (`bit_identical`; not with --compare 2bit, whose sides train differently), and the
+load average at start and end is part of the line.
 
 Models: `mlp` (784-1024-1024-1024-1024-10, 3.9M float32: communication-heavy),
 `lenet` (compute-heavy, 0.43M) and `resnet18` (the model zoo's CIFAR ResNet-18, 11.2M in
@@ -22,8 +25,13 @@ hybridized, as training scripts do (--imperative: not).
 (MINIGLUON_OVERLAP_SMALL_BYTES / _BUCKET_BYTES as set, else their defaults), "off" sends
 each alone (small bytes 0).
 
+`--compare 2bit`: both sides overlap with buckets; "on" compresses its pushes to 2 bits
+(threshold 0.5, as benchmarks/dist_links.py), "off" does not. Run it with
+MINIGLUON_KVSTORE_SHM=0 to send every array over the socket, as between hosts (with
+shared memory, big uncompressed arrays skip the socket).
+
     python benchmarks/overlap_step.py [--model mlp] [--rounds 7] [--steps 5]
-        [--compare overlap|buckets] [--imperative]
+        [--compare overlap|buckets|2bit] [--imperative]
 """
 import argparse
 import hashlib
@@ -34,6 +42,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import psutil
 
 DEADLINE = 600
 
@@ -62,7 +72,7 @@ def run_worker(args):
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     sides, small = {}, os.environ.get("MINIGLUON_OVERLAP_SMALL_BYTES", "65536")
     for on in (True, False):
-        overlap = on or args.compare == "buckets"
+        overlap = on or args.compare != "overlap"
         net, shape = build(args.model, mx, gluon)
         if not args.imperative:
             net.hybridize()
@@ -70,11 +80,14 @@ def run_worker(args):
         data = nd.array(rng.standard_normal((args.batch,) + shape).astype(np.float32))
         label = nd.array(rng.integers(0, 10, args.batch))
         net(data)                                 # deferred shapes
+        two_bit = on and args.compare == "2bit"
         trainer = gluon.Trainer(net.collect_params(), "sgd",
                                 {"learning_rate": 0.01, "momentum": 0.9},
-                                kvstore="dist_sync", overlap=overlap)
+                                kvstore="dist_sync", overlap=overlap,
+                                compression_params={"type": "2bit", "threshold": 0.5}
+                                if two_bit else None)
         # the Trainer makes its overlap (and reads the bucket sizes) at its first step
-        buckets = small if on or args.compare == "overlap" else "0"
+        buckets = small if on or args.compare != "buckets" else "0"
         sides["on" if on else "off"] = (net, trainer, data, label, buckets)
 
     def step(name):
@@ -88,15 +101,23 @@ def run_worker(args):
     for name in sides:                            # warm-up: stores, first pulls
         for _ in range(2):
             step(name)
+    servers = [psutil.Process(int(pid)) for pid in os.environ["BENCH_SERVER_PIDS"].split(",")]
+
+    def server_cpu():
+        return sum(sum(p.cpu_times()[:2]) for p in servers) if kv_probe.rank == 0 else 0.0
+
     rounds = {name: [] for name in sides}
     for r in range(args.rounds):
         order = ("on", "off") if r % 2 == 0 else ("off", "on")
         for name in order:
-            wall, cpu = time.perf_counter(), time.process_time()
+            kv_probe.barrier()             # both workers start the round together
+            wall, cpu, serving = time.perf_counter(), time.process_time(), server_cpu()
             for _ in range(args.steps):
                 step(name)
-            rounds[name].append(((time.perf_counter() - wall) / args.steps,
-                                 (time.process_time() - cpu) / args.steps))
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            kv_probe.barrier()             # both workers' pushes of the round are out
+            rounds[name].append((wall / args.steps, cpu / args.steps,
+                                 (server_cpu() - serving) / args.steps))
     digests = {}
     for name, (net, *_rest) in sides.items():
         digest = hashlib.sha256()
@@ -125,6 +146,7 @@ def run_job(args):
             procs.append(subprocess.Popen([sys.executable, "-c", "import minigluon"],
                                           env=dict(env, DMLC_ROLE=role),
                                           stdout=subprocess.DEVNULL))
+        env["BENCH_SERVER_PIDS"] = ",".join(str(p.pid) for p in procs[1:])
         argv = [sys.executable, os.path.abspath(__file__), "--worker", "--model", args.model,
                 "--rounds", str(args.rounds), "--steps", str(args.steps),
                 "--batch", str(args.batch), "--compare", args.compare]
@@ -151,10 +173,12 @@ def run_job(args):
 
 
 def summarize(results, rounds):
-    """Medians over rounds of the workers' mean wall and CPU ms per step, and on/off."""
+    """Medians over rounds of the workers' mean wall and CPU ms per step, and of the
+    servers' CPU ms per step (worker 0's reading), and on/off."""
     out = {}
-    for k, what in enumerate(("wall", "cpu")):
-        per_round = {name: [statistics.mean(res["rounds"][name][r][k] for res in results)
+    for k, what in enumerate(("wall", "cpu", "server_cpu")):
+        mean = statistics.mean if what != "server_cpu" else max     # only worker 0 reads it
+        per_round = {name: [mean(res["rounds"][name][r][k] for res in results)
                             for r in range(rounds)] for name in ("on", "off")}
         for name, values in per_round.items():
             out[f"{what}_ms_{name}"] = round(statistics.median(values) * 1e3, 2)
@@ -166,7 +190,7 @@ def summarize(results, rounds):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", choices=("mlp", "lenet", "resnet18"), default="mlp")
-    parser.add_argument("--compare", choices=("overlap", "buckets"), default="overlap")
+    parser.add_argument("--compare", choices=("overlap", "buckets", "2bit"), default="overlap")
     parser.add_argument("--imperative", action="store_true")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--servers", type=int, default=1)
@@ -185,7 +209,8 @@ def main():
             "servers": args.servers, "batch_per_worker": args.batch,
             "rounds": args.rounds, "steps_per_round": args.steps}
     line.update(summarize(results, args.rounds))
-    line["bit_identical"] = all(res["identical"] for res in results)
+    line["bit_identical"] = all(res["identical"] for res in results) \
+        if args.compare != "2bit" else None
     line["load_avg"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
     print(json.dumps(line), flush=True)
 

@@ -474,6 +474,16 @@ def kvstore_use_shm():
     return env_flag("MINIGLUON_KVSTORE_SHM", True)
 
 
+def ps_reply_window():
+    """MINIGLUON_PS_REPLY_WINDOW (bytes, default 0: off): a server hands zmq at most this
+    many bytes of pull replies not yet written to the socket, and keeps the rest, sent
+    highest priority first (kvstore/reply_queue.py); 0 hands every reply to zmq at once,
+    in the order they became ready. Off by default: its polling cost the server 0.14-0.26
+    CPU s a ResNet-18 step while a backlog drained, and no step was faster for it on an
+    emulated 100 Mbit/s link (docs/overlap.md, "Priorities"); 2097152 (2 MiB) turns it on."""
+    return env_int("MINIGLUON_PS_REPLY_WINDOW", 0, minimum=0)
+
+
 def storage_fallback_log_verbose():
     """Whether an operator that runs sparse inputs on dense copies says so, once per
     operator (MXNET_STORAGE_FALLBACK_LOG_VERBOSE, as in MXNet: any integer but 0 logs)."""

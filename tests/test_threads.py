@@ -118,24 +118,6 @@ def test_cap_and_switch(monkeypatch):
         threads.look_again()
 
 
-def test_one_thread_allowed_reads_no_samples(monkeypatch):
-    """With OMP_NUM_THREADS=1 there is nothing to adapt: the runnable tasks are not read."""
-    monkeypatch.setenv("MINIGLUON_ADAPTIVE_THREADS", "1")
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    reads = []
-    monkeypatch.setattr(threads, "read_runnable", lambda *a: reads.append(a) or 0)
-    threads.look_again()
-    saved = threads._State.free
-    threads._State.free = None
-    try:
-        assert threads.compute_threads() == 1
-        assert reads == [] and threads._State.free is None
-    finally:
-        threads._State.free = saved
-        monkeypatch.undo()
-        threads.look_again()
-
-
 def blas_counts():
     from threadpoolctl import threadpool_info
     return sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
@@ -191,3 +173,19 @@ def test_dataloader_workers_keep_to_one_thread():
     loader = mx.gluon.data.DataLoader(data, batch_size=2, num_workers=2)
     for batch in loader:
         assert (batch.asnumpy() == 1).all(), batch
+
+
+def test_one_thread_never_reads_the_cores(monkeypatch):
+    # OMP_NUM_THREADS=1 (a dist job's worker): nothing to decide, so /proc is not read
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("MINIGLUON_ADAPTIVE_THREADS", "1")
+    looked = []
+    monkeypatch.setattr(threads, "read_runnable", lambda *a: looked.append(a) or 3)
+    threads._State.free = None
+    threads.look_again()
+    try:
+        assert threads.compute_threads() == 1
+        assert looked == [] and threads._State.free is None
+    finally:
+        monkeypatch.undo()
+        threads.look_again()

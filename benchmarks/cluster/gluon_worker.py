@@ -29,6 +29,8 @@ def parse():
     parser.add_argument("--model", choices=sorted(SHAPES), required=True)
     parser.add_argument("--kvstore", choices=("none", "dist_sync"), default="none")
     parser.add_argument("--compression", choices=("none", "2bit"), default="none")
+    parser.add_argument("--updates", choices=("servers", "workers"), default="servers",
+                        help="where the optimizer runs (workers: update_on_kvstore=False)")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
@@ -68,7 +70,8 @@ def main():
     net.initialize(mx.init.Xavier())
     net.hybridize()
     trainer = mx.gluon.Trainer(net.collect_params(), "sgd",
-                               {"learning_rate": 0.01, "momentum": 0.9}, kvstore=kv)
+                               {"learning_rate": 0.01, "momentum": 0.9}, kvstore=kv,
+                               update_on_kvstore=False if args.updates == "workers" else None)
     loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
     rng = np.random.default_rng(rank)
     data = mx.nd.array(rng.standard_normal((args.batch, *SHAPES[args.model])))

@@ -19,6 +19,8 @@ import subprocess
 import tempfile
 import time
 
+import psutil
+
 SERVERS_EXIT_WITHIN = 20    # seconds the scheduler and servers get after the workers end
 _STOPS = {signal.SIGINT, signal.SIGTERM}
 
@@ -108,6 +110,17 @@ class Job:
                 proc.wait(timeout=max(end - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
                 pass              # close() kills it; the workers' results stand
+
+    def cpu_seconds(self):
+        """{name: CPU seconds (user + system) so far} of each process still running."""
+        used = {}
+        for name, proc in self.procs.items():
+            try:
+                times = psutil.Process(proc.pid).cpu_times()
+            except psutil.Error:          # it has just exited
+                continue
+            used[name] = times.user + times.system
+        return used
 
     def _running(self):
         return sorted(n for n, p in self.procs.items() if p.poll() is None)

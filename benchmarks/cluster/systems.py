@@ -57,7 +57,8 @@ class Gluon:
                       DMLC_PS_ROOT_URI=hosts["scheduler"].address,
                       DMLC_PS_ROOT_PORT=str(port), DMLC_NUM_SERVER=str(args.servers),
                       DMLC_NUM_WORKER=str(args.workers), DMLC_INTERFACE="eth0")
-        argv = self._argv(model, args, "--kvstore", "dist_sync", "--compression", compression)
+        argv = self._argv(model, args, "--kvstore", "dist_sync", "--compression", compression,
+                          "--updates", args.updates)
         for name, host in hosts.items():
             role = name.rstrip("0123456789")
             first = name == "worker0"

@@ -129,7 +129,7 @@ class GradientOverlap:
         # a big gradient goes zero-copy: backward goes on while it travels (step waits
         # for it before the gradients may change again)
         self._sending.append(self._kv.push_nowait(index, grads, priority=-index))
-        pull = self._kv.pull_later(index, out=out)
+        pull = self._kv.pull_later(index, out=out, priority=-index)
         self._pushed[index] = (pull, prints)
 
     def _sent(self, pulls):
@@ -189,7 +189,9 @@ class _Buckets:
         items = self._waiting.pop(server)
         self._bytes.pop(server)
         self._kv.push_bucket([(index, grads) for index, grads, _ in items])
-        pulls = self._kv.pull_bucket_later([(index, outs) for index, _, outs in items])
+        # the bucket's reply is as urgent as its most urgent key (the first layer's)
+        pulls = self._kv.pull_bucket_later([(index, outs) for index, _, outs in items],
+                                           priority=-min(index for index, _, _ in items))
         return [(index, pull) for (index, _, _), pull in zip(items, pulls)]
 
 

@@ -64,6 +64,8 @@ import pickle
 
 import numpy as np
 
+import minigluon_ext as ext
+
 from .. import config
 from ..autograd import pause
 from ..context import cpu
@@ -726,7 +728,7 @@ class KVStoreDist(KVStore):
                 dest, rest, tag = _pull_dest(self._staging, info, outs)
                 todo.append((dest, tag, rest))
                 sparse.append((dest, info, rsp))
-                reqs += self._send_pulls(info, dest)
+                reqs += self._send_pulls(info, dest, priority=priority)
             self._van.wait(reqs)
             for dest, tag, outs in todo:
                 _write_outs(self._staging, tag, outs, dest)
@@ -735,12 +737,15 @@ class KVStoreDist(KVStore):
                 for arr in rsp:
                     whole.copyto(arr)                  # converted into row_sparse
 
-    def pull_later(self, key, out):
+    def pull_later(self, key, out, priority=0):
         """Start a pull of the dense key `key` and return at once: a `PendingPull` whose
         `wait()` waits for the reply and copies the value into `out` (one NDArray or one
         per device). Until then `out` is untouched (the replies are kept as they come),
         so a caller decides when the new value becomes visible. A key has one pending
         pull at a time: a new one, and any other pull of the key, first completes it.
+        Of the replies a server has ready at once, those of higher `priority` leave first
+        (the Trainer gives parameter i priority -i: the first layers' weights, which the
+        next forward reads first, come back first; see reply_queue.py).
 
         >>> kv.push(3, grad); later = kv.pull_later(3, out=weight)   # ... more work ...
         >>> later.wait()                                             # weight is new now
@@ -754,7 +759,7 @@ class KVStoreDist(KVStore):
         if info.later is not None:
             info.later.wait()
         later = PendingPull(self._van, info, list(outs), self._staging)
-        later.reqs = self._send_pulls(info, None, fill=later.keep)
+        later.reqs = self._send_pulls(info, None, fill=later.keep, priority=priority)
         info.later = later
         return later
 
@@ -810,19 +815,23 @@ class KVStoreDist(KVStore):
                                           on_reply=replies.expect(hi - lo)))
         return replies
 
-    def _send_pulls(self, info, dest, fill=None):
+    def _send_pulls(self, info, dest, fill=None, priority=0):
         """Ask every server of a dense key for its slice; each reply is copied into its
         slice of `dest` as it comes, or with `fill(part, seg, reply)` handed on."""
         reqs = []
         for i, (server, off, n) in enumerate(info.parts):
             msg = Message(Cmd.PULL, key=info.key, store=self._store, flags=self._flags,
                           dtype=info.dtype, shape=info.shape, version=info.pushes, offset=off,
-                          length=n)
+                          length=n, priority=priority)
             seg = None
             if self._shm_for(server, n * np.dtype(info.dtype).itemsize):
                 seg = self._segment(info, "pull", i)
                 msg.flags |= Flag.SHM
                 msg.payload = [SegmentName(seg.name).encode()]
+            elif self._compressor is not None:
+                # a merged round (updates on the workers) may come back as the workers'
+                # codes, W/16 of the bytes; weights (updates on the servers) never do
+                msg.flags |= Flag.COMPRESSED_2BIT
             on_reply = functools.partial(_fill, dest[off:off + n], info.key, seg) \
                 if fill is None else functools.partial(fill, i, seg)
             reqs.append(self._van.request(server_name(server), msg,
@@ -833,11 +842,12 @@ class KVStoreDist(KVStore):
     def bucket_server(self, key, limit):
         """The server of key `key` if a bucket may carry it, else None: a dense int key
         held whole by one server, of fewer than `limit` bytes, that would not go through
-        shared memory, in a store without gradient compression or server replicas."""
+        shared memory, in a store without server replicas. With 2-bit compression a
+        bucket carries each key's codes (the same codes a push of the key alone sends)."""
         info = self._keys.get(key)
         # with replicas a push is acknowledged once its round is copied, per key; a bucket's
         # one ACK would not say which keys were copied, so replicated jobs push key by key
-        if info is None or info.row is not None or self._compressor is not None or \
+        if info is None or info.row is not None or \
                 len(info.parts) != 1 or not isinstance(key, int) or config.ps_replicas():
             return None
         server, _, n = info.parts[0]
@@ -860,20 +870,33 @@ class KVStoreDist(KVStore):
                 flat, _ = self._reduce(info, values)
                 info.pushes += 1
                 self._po.clock.saw_push(info.pushes)
-                # small frames are copied by pyzmq at send; a bigger one must not be the
-                # caller's (or this store's) buffer, which may change before zmq sent it
-                payload = flat if flat.nbytes < _ZERO_COPY_BYTES else flat.copy()
+                payload = self._bucket_payload(info, flat)
                 parts.append(Message(Cmd.PUSH, key=key, dtype=info.dtype,
                                      shape=info.shape, version=info.pushes, offset=0,
                                      length=info.size, payload=[payload]))
-            msg = Message.bucket_of(parts, store=self._store, flags=self._flags)
+            flags, threshold = self._flags, 0.0
+            if self._compressor is not None:
+                flags, threshold = flags | Flag.COMPRESSED_2BIT, self._compressor.threshold
+            msg = Message.bucket_of(parts, store=self._store, flags=flags, threshold=threshold)
             self._van.request(server_name(server), msg,
                               f"push of the bucket of keys {[k for k, _ in items]}",
                               background=True)
 
-    def pull_bucket_later(self, items):
+    def _bucket_payload(self, info, flat):
+        """What a bucket carries of one key's value: its 2-bit codes (a fresh array) when
+        this store compresses, else the values; small frames are copied by pyzmq at send,
+        a bigger one must not be the caller's (or this store's) buffer, which may change
+        before zmq sent it."""
+        if self._compressor is not None:
+            codes = self._compressor.compress(info.key, flat, 0, info.size)
+            return self._staging.to_host((info.key, "codes", 0), codes).copy() \
+                if staging.on_device(codes) else codes
+        return flat if flat.nbytes < _ZERO_COPY_BYTES else flat.copy()
+
+    def pull_bucket_later(self, items, priority=0):
         """Start one pull of the keys of `items` [(key, out)], all of one server; returns
-        one `PendingPull` per key, as `pull_later` does (wait() makes the value visible).
+        one `PendingPull` per key, as `pull_later` does (wait() makes the value visible;
+        `priority` is the bucket's, see `pull_later`).
 
         >>> w3, w4 = kv.pull_bucket_later([(3, weight3), (4, weight4)])
         """
@@ -888,7 +911,7 @@ class KVStoreDist(KVStore):
             laters.append(info.later)
             parts.append(Message(Cmd.PULL, key=key, dtype=info.dtype, shape=info.shape,
                                  version=info.pushes, offset=0, length=info.size))
-        msg = Message.bucket_of(parts, store=self._store, flags=self._flags)
+        msg = Message.bucket_of(parts, store=self._store, flags=self._flags, priority=priority)
         req = self._van.request(server_name(server), msg,
                                 f"pull of the bucket of keys {[k for k, _ in items]}",
                                 on_reply=functools.partial(_share_bucket, laters))
@@ -907,7 +930,7 @@ class KVStoreDist(KVStore):
             raise KVStoreError(
                 f"{where} a bucket of keys {keys}: a bucket takes initialized dense int "
                 "keys held whole by one server, the same for all, that do not travel "
-                "through shared memory, in a store without compression "
+                "through shared memory, in a store without server replicas "
                 "(kv.bucket_server(key, limit) says which); push or pull the others alone")
         return servers.pop()
 
@@ -1193,8 +1216,20 @@ def _fill(dest, key, seg, msg):
     if msg.flags & Flag.SHM:
         seg.release(msg)
         np.copyto(dest, seg.view(dest.dtype, dest.size))
+    elif msg.flags & Flag.COMPRESSED_2BIT:
+        _sum_codes(dest, msg)
     else:
         np.copyto(dest, msg.array())
+
+
+def _sum_codes(dest, msg):
+    """dest = the sum of the reply's codes, one frame per worker in rank order, expanded
+    and added as the server merged them (the same kernels, the same order: the same bits)."""
+    for i in range(len(msg.payload)):
+        codes = msg.array(i)
+        codes = codes if codes.flags.aligned else codes.copy()   # zmq: any address
+        expand = ext.dequantize_2bit if i == 0 else ext.dequantize_2bit_add
+        expand(codes, msg.threshold, dest)
 
 
 def _join_states(pieces, shape):

@@ -5,12 +5,19 @@ dist_sync: the pushes of round t (each worker's t-th push of a key) are summed i
 order once all W arrived; with an optimizer the sum is applied to the stored weight as a
 gradient, without one it becomes the stored value. A pull for round t waits until then.
 dist_async: every push is applied on arrival (an optimizer is required).
-2-bit compressed pushes are dequantized (minigluon_ext) while merging. A row_sparse key
-takes pushes of rows (ids + values) and answers pulls of rows; server_rows.py says how.
+2-bit compressed pushes are dequantized (minigluon_ext) while merging. Where the merged
+round is the value (no optimizer here: the workers update), the key keeps the round's
+codes, and a pull that welcomes codes (its COMPRESSED_2BIT flag) gets those instead of
+the floats: W x 1/16 of the bytes, which the worker expands as this server did. A
+row_sparse key takes pushes of rows (ids + values) and answers pulls of rows;
+server_rows.py says how.
 
 Pull replies are sent zero-copy from the stored array; a buffer that zmq may still be
-reading is never written: the server writes into a fresh one instead. Workers on the same
-host pass big arrays through shared memory (shm.py): the server reads a push in the
+reading is never written: the server writes into a fresh one instead. Big replies pass
+through a queue (reply_queue.py, MINIGLUON_PS_REPLY_WINDOW) that hands zmq a window of
+bytes at a time and keeps the rest, sent highest priority first: where the link is the
+bottleneck, the first layers' weights overtake the replies waiting before them. Workers
+on the same host pass big arrays through shared memory (shm.py): the server reads a push in the
 worker's segment (and acknowledges it once read, so the worker may reuse the segment) and
 copies a pulled value into the worker's pull segment.
 
@@ -64,6 +71,7 @@ from . import safe_pickle
 from .postoffice import PostOffice
 from .handback import Handback
 from .replica import Replication, snapshot
+from .reply_queue import ReplyQueue
 from .server_rows import (Rows, RowsRefused, init_rows, merge_rows, read_rows, rows_as_dense,
                           take_rows, update_rows)
 from .shm import Segment
@@ -76,6 +84,8 @@ __all__ = ["KVServer"]
 _ZERO_COPY_BYTES = 65536      # pyzmq copies smaller frames itself
 _PARK_SECONDS = 30.0          # how long a replacement's request may wait for WORKER_JOINED
 _PARK_LIMIT = 256             # requests kept waiting at most (strangers cannot fill memory)
+_CHORES_S = 0.05              # the serving loop's checks (parent, scheduler, parked) at most
+                              # this often: kept replies wake it every 1-8 ms
 
 
 class _Refused(Exception):
@@ -92,7 +102,7 @@ class _Key:
 
     __slots__ = ("key", "store", "dtype", "shape", "offset", "length", "mode", "value",
                  "spare", "round", "pushes", "ahead", "pulls", "trackers", "row_sparse",
-                 "failed", "rows_scratch", "held", "prev", "owner", "safe")
+                 "failed", "rows_scratch", "held", "prev", "owner", "safe", "codes")
 
     def __init__(self, msg, value):
         self.key, self.store, self.dtype, self.shape = msg.key, msg.store, msg.dtype, msg.shape
@@ -112,6 +122,7 @@ class _Key:
         self.prev = None                # restarts, dist_sync: the value of round - 1
         self.owner = None               # replicas: the lost server's rank for a copy
         self.safe = 0                   # rounds whose pulls may be answered (replicated)
+        self.codes = None               # (threshold, [codes per rank]) that `value` sums
 
     def describe(self):
         stype = "row_sparse " if self.row_sparse else ""
@@ -147,6 +158,15 @@ class _Key:
         if spare is None:
             return np.empty(self.length, self.dtype)
         return spare
+
+
+def _codes_of(entries):
+    """(threshold, [codes in rank order]) of a round whose pushes are all 2-bit codes of
+    one threshold, else None: the codes a pull may get instead of their sum."""
+    thresholds = {m.threshold for m, _, _ in entries if m.flags & Flag.COMPRESSED_2BIT}
+    if len(thresholds) != 1 or not all(m.flags & Flag.COMPRESSED_2BIT for m, _, _ in entries):
+        return None
+    return thresholds.pop(), [codes for _, _, codes in entries]
 
 
 def _payload_bytes(data):
@@ -192,6 +212,9 @@ class KVServer:
         if self.replication is not None:
             self.handback = self.replication.handback = Handback(self, self.replication)
         self.push_bytes = self.pull_bytes = 0     # payload bytes taken and sent, shm too
+        window = config.ps_reply_window()
+        self.replies = ReplyQueue(functools.partial(self.van.reply, track=True), window) \
+            if window else None            # 0: every reply to zmq at once, as it is ready
 
     @property
     def num_workers(self):
@@ -205,22 +228,32 @@ class KVServer:
             if self.replication is not None:
                 self.replication.start(self.po)
             self.van.log.info("serving")
+            chores = 0.0                   # when the checks below are due again
             while not self._done:
-                self.van.poll(200)
-                self._check_parent()
-                self.po.check_alive("requests (serving the workers)")
-                self._expire_parked()
-                if self.handback is not None:
-                    self.handback.expire()
-                self._telemetry.send({"push_bytes": self.push_bytes,
-                                      "pull_bytes": self.pull_bytes})
+                # kept replies leave as zmq writes the ones before them: look often then
+                look = self.replies.look_ms() if self.replies is not None else None
+                self.van.poll(200 if look is None else look)
+                self._flush_replies()
+                if time.monotonic() >= chores:     # not at every look at the replies
+                    chores = time.monotonic() + _CHORES_S
+                    self._chores()
             return 0
         except KVStoreError as err:          # aborted, or no scheduler to register with
             self.van.log.error("%s", str(err).removeprefix(f"{self.van.label} "))
             return 1
         finally:
+            if self.replies is not None:
+                self.replies.drain()
             self._complaints.flush()
             self.po.close()
+
+    def _chores(self):
+        self._check_parent()
+        self.po.check_alive("requests (serving the workers)")
+        self._expire_parked()
+        if self.handback is not None:
+            self.handback.expire()
+        self._telemetry.send({"push_bytes": self.push_bytes, "pull_bytes": self.pull_bytes})
 
     def _check_parent(self):
         if self._parent and os.getppid() != self._parent:
@@ -247,6 +280,23 @@ class KVServer:
             self._replicate_in(source, msg)
             return
         self.dispatch(source, msg)
+        self._flush_replies()         # the replies this request made ready, by priority
+
+    def _flush_replies(self):
+        if self.replies is not None:
+            self.replies.flush()
+
+    def _reply(self, identity, reply, nbytes, holder=None):
+        """Send a pull's reply of `nbytes` payload bytes. A big one (sent zero-copy) waits
+        in the reply queue when there is one; when its payload is the value of `holder`
+        (a _Key), the key tracks it until zmq has written it."""
+        big = nbytes >= _ZERO_COPY_BYTES
+        if big and self.replies is not None:
+            sending = self.replies.put(identity, reply, nbytes)
+        else:
+            sending = self.van.reply(identity, reply, track=big and holder is not None)
+        if big and holder is not None:
+            holder.trackers.append(sending)
 
     def dispatch(self, source, msg):
         """Handle a worker's request (or park it until it can be)."""
@@ -615,6 +665,8 @@ class KVServer:
             copied = self._replicated(state) and self.replication.forward(
                 "round", state, snapshot(merged), done, step=state.round + 1)
             self._apply(state, merged)
+            if self._updater_of(state) is None:        # the value is the round's sum
+                state.codes = _codes_of(entries)
         except Exception as err:  # noqa: BLE001 - any failure is reported to the pullers
             self.van.log.exception("update of key %r, round %d failed", state.key,
                                    state.round + 1)
@@ -651,6 +703,7 @@ class KVServer:
         return out
 
     def _apply(self, state, merged):
+        state.codes = None              # the value changes: codes no longer stand for it
         updater = self._updater_of(state)
         if isinstance(merged, Rows):
             if updater is not None:
@@ -747,24 +800,30 @@ class KVServer:
         reply = Message(Cmd.VALUE, key=state.key, store=state.store, req=msg.req,
                         dtype=state.dtype, shape=state.shape,
                         version=state.round - 1 if kept else state.round,
-                        offset=state.offset, length=state.length)
+                        offset=state.offset, length=state.length, priority=msg.priority)
         if msg.flags & Flag.ROW_SPARSE:             # dest: the row ids asked for
             reply.flags = Flag.ROW_SPARSE
             reply.payload = [take_rows(value, state.shape, state.length, dest)]
-            self.pull_bytes += sum(_payload_bytes(p) for p in reply.payload)
-            self.van.reply(identity, reply)
+            nbytes = sum(_payload_bytes(p) for p in reply.payload)
+            self.pull_bytes += nbytes
+            self._reply(identity, reply, nbytes)     # rows of their own: nothing to track
             return
-        self.pull_bytes += value.nbytes
         if dest is not None:
+            self.pull_bytes += value.nbytes
             np.copyto(dest, value)
             reply.flags = Flag.SHM
             self.van.reply(identity, reply)
             return
+        if state.codes is not None and not kept and msg.flags & Flag.COMPRESSED_2BIT:
+            reply.flags, (reply.threshold, reply.payload) = Flag.COMPRESSED_2BIT, state.codes
+            nbytes = sum(c.nbytes for c in reply.payload)
+            self.pull_bytes += nbytes
+            self._reply(identity, reply, nbytes)     # received frames: never written
+            return
+        self.pull_bytes += value.nbytes
         reply.payload = [value]
-        big = value.nbytes >= _ZERO_COPY_BYTES
-        tracker = self.van.reply(identity, reply, track=big and not kept)
-        if big and not kept:
-            state.trackers.append(tracker)
+        # the kept previous value is never written (a new copy replaces it each round)
+        self._reply(identity, reply, value.nbytes, None if kept else state)
 
     def _shm_probe(self, identity, msg):
         """Read the token a worker left in a segment: proof that both see the same /dev/shm."""
@@ -867,9 +926,11 @@ class _BucketPull:
         self.server.pull_bytes += value.nbytes
         self.left -= 1
         if self.left == 0:
-            reply = Message.bucket_of(self.parts, store=self.msg.store)
+            reply = Message.bucket_of(self.parts, store=self.msg.store,
+                                      priority=self.msg.priority)
             reply.req = self.msg.req
-            self.server.van.reply(self.identity, reply)
+            nbytes = sum(part.payload[0].nbytes for part in self.parts)
+            self.server._reply(self.identity, reply, nbytes)   # copies: nothing to track
 
     def refuse(self, text):
         if not self.refused:

@@ -433,7 +433,14 @@ class Van:
         if msg is not None and self.log.isEnabledFor(logging.DEBUG):
             self.log.debug("send %r", msg)
         self.bytes_sent += _frames_bytes(frames)
-        return sock.send_multipart(frames, copy=False, track=track)
+        if not track:
+            return sock.send_multipart(frames, copy=False)
+        # pyzmq's tracker of a multipart send watches its last frame only, which with
+        # MINIGLUON_PS_SECRET is the small tag (copied, done at once), not the payload
+        last = len(frames) - 1
+        trackers = [sock.send(frame, zmq.SNDMORE if i < last else 0, copy=False, track=True)
+                    for i, frame in enumerate(frames)]
+        return zmq.MessageTracker(*trackers)
 
     # ---- receiving --------------------------------------------------------------------
     def poll(self, timeout_ms):

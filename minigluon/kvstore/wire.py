@@ -8,18 +8,20 @@ and decodes (a node table, an error text, optimizer states...). Arrays are sent 
 `copy=False`, so a large payload is never copied in user space; nothing on the data path
 is pickled. With the SHM flag, the array lives in a shared-memory segment (shm.py) and
 the payload frame is its name (a PULL names the segment to fill; its VALUE reply then
-carries no frame). With the ROW_SPARSE flag, a PUSH carries two frames, the row ids (a
-`RowIds` body of messages.py, re-based to the first row of the slice) and the values of
-those rows, a PULL one frame of row ids, and its VALUE reply the values of those rows;
-an INIT with the flag carries the ids and values of the rows the initial value stores, as
-a PUSH does (every other row starts at zero), and an INIT_WAIT with the flag says that the
-key is row_sparse. A bucket (PUSH_MANY, PULL_MANY and its VALUES reply) carries several
-small keys of one server in one message: a `BucketTable` body (messages.py) names each
-key as a one-key header would, then (PUSH_MANY, VALUES) one array frame per key;
-`Message.bucket()` splits it into the one-key messages it stands for, checked as those
-are, and `Message.bucket_of` builds one. With the AUTH flag, one more frame follows the
-payload: the job nonce and an HMAC-SHA256 of the message (auth.py); the van checks and
-removes it before `decode`.
+carries no frame). A PULL with the COMPRESSED_2BIT flag welcomes 2-bit codes: a server
+whose merged round is the value may answer with one frame of codes per worker (rank
+order), which the worker expands and sums as the server did. With the ROW_SPARSE flag, a
+PUSH carries two frames, the row ids (a `RowIds` body of messages.py, re-based to the
+first row of the slice) and the values of those rows, a PULL one frame of row ids, and
+its VALUE reply the values of those rows; an INIT with the flag carries the ids and
+values of the rows the initial value stores, as a PUSH does (every other row starts at
+zero), and an INIT_WAIT with the flag says that the key is row_sparse. A bucket
+(PUSH_MANY, PULL_MANY and its VALUES reply) carries several small keys of one server in
+one message: a `BucketTable` body (messages.py) names each key as a one-key header would,
+then (PUSH_MANY, VALUES) one array frame per key; `Message.bucket()` splits it into the
+one-key messages it stands for, checked as those are, and `Message.bucket_of` builds one.
+With the AUTH flag, one more frame follows the payload: the job nonce and an HMAC-SHA256
+of the message (auth.py); the van checks and removes it before `decode`.
 
 `Message.decode` checks everything a peer could get wrong (magic, version, command, dtype
 code, sizes, payload length against shape and slice) and raises `WireError`; a server or
@@ -43,14 +45,14 @@ from .messages import BodyError, BucketEntry, BucketTable, RowIds, SegmentName, 
 __all__ = ["Cmd", "Flag", "Message", "WireError", "header_flags", "payload_kind", "words_for"]
 
 MAGIC = b"MG"
-VERSION = 1
+VERSION = 2          # 2: the header's `priority`
 MAX_NDIM = 32
 MAX_KEY_BYTES = 1024
 MAX_SEGMENT_NAME = 128
 
 # magic, version, cmd, flags, dtype code, ndim, key bytes, payload frames, store, sender,
-# request id, int key, version/iteration, slice offset, slice length, threshold
-_FIXED = struct.Struct("<2sBBHBBHHHiQqqQQd")
+# request id, int key, version/iteration, slice offset, slice length, threshold, priority
+_FIXED = struct.Struct("<2sBBHBBHHHiQqqQQdi")
 
 
 class WireError(KVStoreError):
@@ -190,10 +192,10 @@ class Message:
     """
 
     __slots__ = ("cmd", "flags", "dtype", "shape", "key", "store", "sender", "req", "version",
-                 "offset", "length", "threshold", "payload")
+                 "offset", "length", "threshold", "priority", "payload")
 
     def __init__(self, cmd, key=0, flags=Flag.NONE, dtype=None, shape=(), store=0, sender=-1,
-                 req=0, version=0, offset=0, length=0, threshold=0.0, payload=()):
+                 req=0, version=0, offset=0, length=0, threshold=0.0, priority=0, payload=()):
         self.cmd = cmd
         self.store = store
         self.flags = int(flags)
@@ -206,6 +208,7 @@ class Message:
         self.offset = offset
         self.length = length
         self.threshold = threshold
+        self.priority = priority      # a PULL's: higher is answered first (reply_queue.py)
         self.payload = list(payload)
 
     def __repr__(self):
@@ -229,7 +232,8 @@ class Message:
         head = _FIXED.pack(MAGIC, VERSION, self.cmd, flags, code, len(self.shape),
                            len(key_bytes), len(self.payload), self.store, self.sender,
                            self.req, int_key,
-                           self.version, self.offset, self.length, self.threshold)
+                           self.version, self.offset, self.length, self.threshold,
+                           self.priority)
         if self.shape:
             head += struct.pack(f"<{len(self.shape)}q", *self.shape)
         return [head + key_bytes] + self.payload
@@ -245,14 +249,14 @@ class Message:
             raise WireError(f"header of {len(head)} bytes is shorter than the "
                             f"{_FIXED.size}-byte fixed header")
         (magic, version, cmd, flags, code, ndim, key_len, nframes, store, sender, req,
-         int_key, ver, offset, length, threshold) = _FIXED.unpack_from(head)
+         int_key, ver, offset, length, threshold, priority) = _FIXED.unpack_from(head)
         if magic != MAGIC or version != VERSION:
             raise WireError(f"bad magic/version {magic!r}/{version}: not a minigluon kvstore "
                             f"message of wire version {VERSION}")
         if cmd not in _CMDS:
             raise WireError(f"unknown command {cmd}")
         msg = cls(_CMDS[cmd], store=store, sender=sender, req=req, version=ver,
-                  offset=offset, length=length, threshold=threshold)
+                  offset=offset, length=length, threshold=threshold, priority=priority)
         msg.flags = flags
         msg.dtype = _decode_dtype(code)
         msg.shape, msg.key = _decode_tail(head, ndim, key_len, flags, int_key)
@@ -294,6 +298,7 @@ class Message:
             part = Message(one, key=entry.key, flags=self.flags, shape=entry.shape,
                            store=self.store, sender=self.sender, req=self.req,
                            version=entry.version, offset=entry.offset, length=entry.length,
+                           threshold=self.threshold, priority=self.priority,
                            payload=frames[i:i + 1] if want else [])
             try:
                 part.dtype = _decode_dtype(entry.code)
@@ -305,15 +310,17 @@ class Message:
         return parts
 
     @classmethod
-    def bucket_of(cls, parts, store=0, flags=Flag.NONE):
+    def bucket_of(cls, parts, store=0, flags=Flag.NONE, threshold=0.0, priority=0):
         """One PUSH_MANY, PULL_MANY or VALUES for one-key messages `parts` (all PUSH, PULL
-        or VALUE, int keys, array payloads in memory)."""
+        or VALUE, int keys, array payloads in memory). A PUSH_MANY of 2-bit codes has the
+        COMPRESSED_2BIT flag and the `threshold` of all its keys."""
         cmd = _BUCKET_OF[parts[0].cmd]
         table = BucketTable(tuple(
             BucketEntry(int(p.key), dtype_code(p.dtype), tuple(p.shape), p.version,
                         p.offset, p.length) for p in parts))
         frames = [] if cmd == Cmd.PULL_MANY else [p.payload[0] for p in parts]
-        return cls(cmd, store=store, flags=flags, payload=[table.encode()] + frames)
+        return cls(cmd, store=store, flags=flags, threshold=threshold, priority=priority,
+                   payload=[table.encode()] + frames)
 
     def segment(self):
         """The shared-memory segment name of a SHM message."""
@@ -399,10 +406,13 @@ def _check_payload(msg):
 def _check_bucket(msg):
     """The frame of a bucket's table is there and the flags are a plain message's; the
     keys themselves are checked by `Message.bucket()` (a BodyError a server answers)."""
-    odd = msg.flags & (Flag.SHM | Flag.ROW_SPARSE | Flag.COMPRESSED_2BIT | Flag.KEY_STR)
+    odd = msg.flags & (Flag.SHM | Flag.ROW_SPARSE | Flag.KEY_STR)
+    if msg.cmd != Cmd.PUSH_MANY:         # only pushes are compressed
+        odd |= msg.flags & Flag.COMPRESSED_2BIT
     if odd:
         raise WireError(f"{msg.cmd.name}: flags {Flag(odd)!r} are not for buckets (they "
-                        "carry small dense keys over the socket, uncompressed)")
+                        "carry small dense keys over the socket; only a PUSH_MANY may "
+                        "carry 2-bit codes)")
     if not msg.payload:
         raise WireError(f"{msg.cmd.name} needs a bucket table frame, got no payload")
     if msg.cmd == Cmd.PULL_MANY and len(msg.payload) != 1:
@@ -462,12 +472,21 @@ def _check_slice(msg):
 
 
 def _check_array(msg):
-    if len(msg.payload) != 1:
+    codes = bool(msg.flags & Flag.COMPRESSED_2BIT)
+    if msg.cmd == Cmd.VALUE and codes:      # a merged round's codes: one frame per worker
+        if not msg.payload:
+            raise WireError(f"VALUE of 2-bit codes of key {msg.key!r} needs at least one "
+                            "payload frame, got 0")
+        for i in range(1, len(msg.payload)):
+            _check_array(Message(Cmd.VALUE, key=msg.key, flags=msg.flags, dtype=msg.dtype,
+                                 shape=msg.shape, offset=msg.offset, length=msg.length,
+                                 threshold=msg.threshold, payload=msg.payload[i:i + 1]))
+    elif len(msg.payload) != 1:
         raise WireError(f"{msg.cmd.name} needs one payload frame, got {len(msg.payload)}")
     _check_slice(msg)
     nbytes = len(msg.payload[0]) if not isinstance(msg.payload[0], np.ndarray) \
         else msg.payload[0].nbytes
-    if msg.flags & Flag.COMPRESSED_2BIT:
+    if codes:
         if msg.dtype not in _FLOATS:
             raise WireError(f"{msg.cmd.name} of key {msg.key!r}: 2-bit codes for a "
                             f"{msg.dtype.name} value")

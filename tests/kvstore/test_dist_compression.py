@@ -72,6 +72,93 @@ report(w=sorted(set(w.ravel().tolist())))
 """
 
 
-def test_trainer_with_compression_params(tmp_path):
-    results, _ = run_job(tmp_path, TRAINER, workers=2, servers=1)
+@pytest.mark.parametrize("on_kvstore", [True, False])
+def test_trainer_with_compression_params(tmp_path, on_kvstore):
+    # updates on the workers: each pulls the round as the workers' codes, then updates
+    code = TRAINER.replace("kvstore=kv,", f"kvstore=kv, update_on_kvstore={on_kvstore},")
+    results, _ = run_job(tmp_path, code, workers=2, servers=1)
     assert results[0]["w"] == results[1]["w"] == [1.0 - 2 * 2 * 0.25]
+
+
+CODES_BACK = """
+kv = mx.kv.create('dist_sync')
+kv.set_gradient_compression({'type': '2bit', 'threshold': 0.5})
+n = 100000
+kv.init(['g', 'w'], [nd.zeros((n,)), nd.zeros((n,))])
+
+def pulled(key):
+    out = nd.zeros((n,))
+    before = kv.wire_bytes()['received']
+    kv.pull(key, out=out)
+    return kv.wire_bytes()['received'] - before, sorted(set(out.asnumpy().tolist()))
+
+kv.push('g', nd.full((n,), kv.rank + 1.0))      # 1.0 and 2.0: each sends +0.5
+g = pulled('g')
+kv.set_optimizer(mx.optimizer.SGD(learning_rate=1.0, rescale_grad=1.0))
+kv.push('w', nd.full((n,), kv.rank + 1.0))
+w = pulled('w')
+report(g=g, w=w)
+"""
+
+
+def test_a_merged_round_comes_back_as_codes_and_weights_as_floats(tmp_path):
+    # over the socket (no shared memory): the merged sum of 2 workers' codes travels as
+    # their codes, 2 x n/16 words; weights updated on the server travel as n floats
+    results, _ = run_job(tmp_path, CODES_BACK, workers=2, servers=1,
+                         env={"MINIGLUON_KVSTORE_SHM": "0"})
+    n = 100000
+    for res in results:
+        (g_bytes, g_values), (w_bytes, w_values) = res["g"], res["w"]
+        assert g_values == [1.0] and w_values == [-1.0]
+        assert 2 * n // 4 <= g_bytes < 2 * n // 4 + 1000, g_bytes
+        assert 4 * n <= w_bytes < 4 * n + 1000, w_bytes
+
+
+BUCKETED = """
+import hashlib, os
+# 2-bit codes ride in buckets: a bucket's codes are those each key would send alone, so
+# two Trainers with compression, buckets on and off, end with the same weights
+from minigluon.gluon.model_zoo import vision
+
+def train(buckets):
+    os.environ['MINIGLUON_OVERLAP_SMALL_BYTES'] = '65536' if buckets else '0'
+    mx.random.seed(0)
+    net = vision.lenet(classes=10)
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    net(nd.zeros((2, 1, 28, 28)))
+    trainer = gluon.Trainer(net.collect_params(), 'sgd',
+                            {'learning_rate': 0.1, 'momentum': 0.9}, kvstore='dist_sync',
+                            compression_params={'type': '2bit', 'threshold': 0.01})
+    sent = []
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    for t in range(3):
+        if t == 1:        # the store exists: count the keys each bucket carries
+            kv = trainer._kvstore
+            push_bucket = kv.push_bucket
+            kv.push_bucket = lambda items: (sent.append(len(items)), push_bucket(items))[1]
+        rng = np.random.RandomState(10 * t + kv_rank)
+        x = nd.array(rng.randn(4, 1, 28, 28).astype(np.float32))
+        y = nd.array(rng.randint(0, 10, 4).astype(np.float32))
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(8)
+    digest = hashlib.sha256()
+    for p in net.collect_params().values():
+        digest.update(p.data().asnumpy().tobytes())
+    return digest.hexdigest(), sent
+
+kv_rank = mx.kv.create('dist_sync').rank       # store 0: only to learn the rank
+on, off = train(True), train(False)
+report(on=on, off=off)
+"""
+
+
+def test_two_bit_codes_in_buckets_give_the_weights_of_pushes_alone(tmp_path):
+    results, _ = run_job(tmp_path, BUCKETED, workers=2, servers=2)
+    for res in results:
+        (on_digest, on_sent), (off_digest, off_sent) = res["on"], res["off"]
+        assert on_digest == off_digest
+        assert off_sent == [] and sum(on_sent) == 2 * 6, on_sent   # LeNet: 6 small grads
+    assert results[0]["on"][0] == results[1]["on"][0]

@@ -104,7 +104,7 @@ def header(rng, cmd, key=0, flags=0, code=1, shape=(), nframes=0, version=1, off
     ndim = len(shape) if ndim is None else ndim
     head = _FIXED.pack(MAGIC, VERSION, cmd, flags, code, ndim, len(key_bytes), nframes,
                        rng.randrange(3), rng.randrange(-2, 3), rng.randrange(1, 1 << 20), key,
-                       version, offset, length, threshold)
+                       version, offset, length, threshold, rng.randrange(-4, 5))
     return head + b"".join(struct.pack("<q", d) for d in shape) + key_bytes
 
 

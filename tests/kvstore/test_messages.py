@@ -197,6 +197,52 @@ def test_a_bucket_stands_for_its_one_key_messages():
             np.testing.assert_array_equal(parts[1].array(), np.arange(5.0))
 
 
+def _received(msg):
+    return Message.decode([bytes(f) if not isinstance(f, bytes) else f for f in msg.encode()])
+
+
+def test_a_pulls_priority_travels_in_the_header_and_in_a_bucket():
+    pull = Message(Cmd.PULL, key=3, dtype=np.float32, shape=(4,), length=4, priority=-61)
+    assert _received(pull).priority == -61
+    parts = [Message(Cmd.PULL, key=k, dtype=np.float32, shape=(2,), length=2) for k in (5, 6)]
+    bucket = _received(Message.bucket_of(parts, flags=Flag.SYNC, priority=-5))
+    assert [p.priority for p in bucket.bucket()] == [-5, -5]
+
+
+def test_a_push_bucket_may_carry_2bit_codes_with_its_threshold():
+    lengths = {4: 20, 9: 16}          # 20 values need 2 uint32 words of codes, 16 one
+    parts = [Message(Cmd.PUSH, key=k, dtype=np.float32, shape=(n,), version=1, length=n,
+                     payload=[np.arange((n + 15) // 16, dtype=np.uint32)])
+             for k, n in lengths.items()]
+    flags = Flag.SYNC | Flag.COMPRESSED_2BIT
+    got = _received(Message.bucket_of(parts, flags=flags, threshold=0.25)).bucket()
+    assert [(p.key, p.threshold, p.flags) for p in got] == [(4, 0.25, flags), (9, 0.25, flags)]
+    np.testing.assert_array_equal(got[0].array(), [0, 1])
+    assert got[0].array().dtype == np.uint32
+    bad = Message.bucket_of(parts[:1], flags=flags, threshold=0.0)
+    with pytest.raises(BodyError, match="key 4: .*threshold 0.0 must be > 0"):
+        _received(bad).bucket()
+    pulls = [Message(Cmd.PULL, key=4, dtype=np.float32, shape=(20,), length=20)]
+    with pytest.raises(WireError, match="PULL_MANY: flags .*COMPRESSED_2BIT.* are not for "
+                                        "buckets.*only a PUSH_MANY may carry 2-bit codes"):
+        _received(Message.bucket_of(pulls, flags=flags, threshold=0.25))
+
+
+def test_a_value_of_codes_carries_one_frame_per_worker():
+    words = np.arange(2, dtype=np.uint32)                 # 20 values: 2 words of codes
+    value = Message(Cmd.VALUE, key=3, flags=Flag.COMPRESSED_2BIT, dtype=np.float32,
+                    shape=(20,), length=20, threshold=0.5, payload=[words, words + 7])
+    got = _received(value)
+    np.testing.assert_array_equal(got.array(1), [7, 8])
+    short = Message(Cmd.VALUE, key=3, flags=Flag.COMPRESSED_2BIT, dtype=np.float32,
+                    shape=(20,), length=20, threshold=0.5, payload=[words, words[:1]])
+    with pytest.raises(WireError, match="key 3: payload of 4 bytes, expected 8"):
+        _received(short)
+    with pytest.raises(WireError, match="VALUE needs one payload frame, got 2"):
+        _received(Message(Cmd.VALUE, key=3, dtype=np.float32, shape=(2,), length=2,
+                          payload=[words.view(np.float32), words.view(np.float32)]))
+
+
 def test_bad_buckets_name_the_key_or_the_frames():
     good = _bucket(Cmd.PUSH, [(4, (2, 3), np.float32), (9, (5,), np.float64)])
     short = Message(Cmd.PUSH_MANY, payload=good.payload[:2])

@@ -261,3 +261,44 @@ def test_messages_without_a_valid_tag_are_refused_and_never_handled(served, capl
     assert "from b'rogue-plain'" in log and "has no authentication tag" in log
     assert "from b'rogue-wrong'" in log and "authentication tag does not match" in log
     assert "job nonce is not this job's" in log
+
+
+def test_a_tracked_reply_is_done_only_once_zmq_has_written_its_payload():
+    # with a secret the last frame is the small tag, which pyzmq copies (its tracker is done
+    # at once); the tracker must watch the payload, or a server would write a value that
+    # zmq still reads. The peer's queue takes one message (RCVHWM 1) and nobody reads it,
+    # so the second 64 MB reply stays with the sender.
+    van = Van("[server 0]", secret=SECRET)
+    van.set_job_nonce(TOKEN)
+    address = van.bind(["tcp://127.0.0.1"])[0]
+    van.listen()
+    peer = zmq.Context().socket(zmq.DEALER)
+    peer.setsockopt(zmq.ROUTING_ID, b"peer-1")
+    peer.setsockopt(zmq.RCVHWM, 1)
+    peer.connect(address)
+    n = 16 << 20
+
+    def reply(req):
+        return Message(Cmd.VALUE, req=req, dtype=np.float32, shape=(n,), offset=0, length=n,
+                       payload=[np.zeros(n, np.float32)])
+    try:
+        peer.send(b"hello")              # untagged: refused, but the router knows the peer
+        end = time.monotonic() + 10
+        while not van._refusals and time.monotonic() < end:
+            van.poll(20)
+        assert van._refusals, "the router never heard from the peer within 10 s"
+        first = van.reply(b"peer-1", reply(1), track=True)
+        second = van.reply(b"peer-1", reply(2), track=True)
+        time.sleep(0.3)
+        assert not second.done           # the peer holds the first; the second waits
+        for _ in range(2):
+            frames = peer.recv_multipart()
+            assert len(frames) == 3 and len(frames[1]) == 4 * n   # header, payload, tag
+        end = time.monotonic() + 10
+        while not (first.done and second.done) and time.monotonic() < end:
+            time.sleep(0.01)
+        assert first.done and second.done
+    finally:
+        peer.close(0)
+        peer.context.term()
+        van.close()

@@ -1,0 +1,49 @@
+"""Pull replies a server has ready at once leave highest priority first, on a real job.
+
+Worker 0 pushes 8 keys of 400 KB (over TCP: no shared memory) and asks for their new
+values with priorities 0..7 (lowest first, as a Trainer's later layers ask first); the
+round of every key completes in one request, worker 1's bucket of all 8 pushes. Worker
+0's log (PS_VERBOSE=2) shows the replies in the order they came off its socket: by
+priority with the reply queue (MINIGLUON_PS_REPLY_WINDOW=2097152), in the bucket's order
+without it (0, the default).
+The values are the same either way."""
+import re
+
+import pytest
+
+from test_dist_cluster import run_job
+
+KEYS = 8
+ORDER = """
+kv = mx.kv.create('dist_sync')
+n = 100000
+kv.init(list(range(8)), [nd.zeros((n,)) for _ in range(8)])
+if kv.rank == 0:
+    for k in range(8):
+        kv.push(k, nd.full((n,), k))
+    outs = [nd.zeros((n,)) for _ in range(8)]
+    laters = [kv.pull_later(k, out=outs[k], priority=k) for k in range(8)]
+    kv.barrier()                       # worker 1 completes the rounds after this
+    for later in laters:
+        later.wait()
+    report(sums=[float(o.asnumpy().sum()) for o in outs])
+else:
+    kv.barrier()
+    kv.push_bucket([(k, nd.full((n,), 10 * k)) for k in range(8)])
+    report(sums=None)
+"""
+
+
+@pytest.mark.parametrize("window, order", [("2097152", list(range(KEYS - 1, -1, -1))),
+                                           (None, list(range(KEYS)))])
+def test_replies_ready_at_once_leave_by_priority(tmp_path, window, order):
+    env = {"MINIGLUON_KVSTORE_SHM": "0"}
+    if window is not None:
+        env["MINIGLUON_PS_REPLY_WINDOW"] = window
+    results, outputs = run_job(tmp_path, ORDER, workers=2, servers=1, env=env,
+                               worker_env={"PS_VERBOSE": "2"})
+    rank0 = next(r for r in results if r["sums"] is not None)
+    assert rank0["sums"] == [11.0 * k * 100000 for k in range(KEYS)]
+    log = next(o[2] for n, o in outputs.items() if "[worker 0]" in o[2])
+    came = [int(k) for k in re.findall(r"\[worker 0\] recv <VALUE key=(\d+)", log)]
+    assert came == order, log[-3000:]
