@@ -18,4 +18,5 @@ def test_reports_every_side_of_a_small_model():
     line = json.loads(proc.stdout.splitlines()[-1])
     assert set(line["sides"]) == {"hybrid_train", "hybrid_infer", "plain_train", "plain_infer"}
     for side in line["sides"].values():
-        assert side["cpu_s"] > 0 and side["wall_s"] > 0 and side["minor_faults"] >= 0
+        # CPU time is counted in scheduler ticks: a tiny step may read 0
+        assert side["cpu_s"] >= 0 and side["wall_s"] > 0 and side["minor_faults"] >= 0
