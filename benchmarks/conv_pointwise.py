@@ -9,6 +9,11 @@ drift on a shared machine hits both alike. Prints ONE JSON line: per shape the m
 milliseconds of old and new and the median of the per-round new/old ratios.
 
     python benchmarks/conv_pointwise.py [--rounds 5] [--batch 4]
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/conv_pointwise.py --zoo
+
+`--zoo` times instead the 1x1 layers of MobileNet-v2 (batch 16) and DenseNet-121 (batch 8)
+at 224x224, every one of them forced onto the pointwise path for "new" (the thresholds
+set to 0), in CPU seconds of this process (time.process_time), to place the thresholds.
 
 On an oversubscribed machine (load far above the cores), multi-threaded BLAS spends its
 time waking threads, per call, which punishes the per-sample matmuls of the new path; run
@@ -39,6 +44,38 @@ SHAPES = {  # name: (channels, size, filters, stride)
     "c16_128_f16": (16, 128, 16, 1),
 }
 
+ZOO_SHAPES = {  # name: (batch, channels, size, filters, stride)
+    "mbv2_c32_112_f16": (16, 32, 112, 16, 1),
+    "mbv2_c16_112_f96": (16, 16, 112, 96, 1),
+    "mbv2_c96_56_f24": (16, 96, 56, 24, 1),
+    "mbv2_c24_56_f144": (16, 24, 56, 144, 1),
+    "mbv2_c144_56_f24": (16, 144, 56, 24, 1),
+    "mbv2_c144_28_f32": (16, 144, 28, 32, 1),
+    "mbv2_c32_28_f192": (16, 32, 28, 192, 1),
+    "mbv2_c192_28_f32": (16, 192, 28, 32, 1),
+    "mbv2_c192_14_f64": (16, 192, 14, 64, 1),
+    "mbv2_c64_14_f384": (16, 64, 14, 384, 1),
+    "mbv2_c384_14_f64": (16, 384, 14, 64, 1),
+    "mbv2_c576_14_f96": (16, 576, 14, 96, 1),
+    "mbv2_c96_14_f576": (16, 96, 14, 576, 1),
+    "mbv2_c160_7_f960": (16, 160, 7, 960, 1),
+    "mbv2_c960_7_f160": (16, 960, 7, 160, 1),
+    "mbv2_c320_7_f1280": (16, 320, 7, 1280, 1),
+    "dn_c64_56_f128": (8, 64, 56, 128, 1),
+    "dn_c224_56_f128": (8, 224, 56, 128, 1),
+    "dn_c256_56_f128": (8, 256, 56, 128, 1),
+    "dn_c160_28_f128": (8, 160, 28, 128, 1),
+    "dn_c352_28_f128": (8, 352, 28, 128, 1),
+    "dn_c480_28_f128": (8, 480, 28, 128, 1),
+    "dn_c320_14_f128": (8, 320, 14, 128, 1),
+    "dn_c640_14_f128": (8, 640, 14, 128, 1),
+    "dn_c992_14_f128": (8, 992, 14, 128, 1),
+    "dn_c608_7_f128": (8, 608, 7, 128, 1),
+    "dn_c992_7_f128": (8, 992, 7, 128, 1),
+    "dn_trans_c512_28_f256": (8, 512, 28, 256, 1),
+    "dn_trans_c1024_14_f512": (8, 1024, 14, 512, 1),
+}
+
 
 def make_step(batch, channels, size, filters, stride, seed=0):
     """One forward + backward of a 1x1 convolution with bias, gradients for all inputs."""
@@ -58,33 +95,43 @@ def make_step(batch, channels, size, filters, stride, seed=0):
     return step
 
 
-def timed(step, path):
-    """Milliseconds of one step on `path` ('old': columns, 'new': pointwise)."""
-    saved = conv_pointwise.MIN_SAMPLE_BYTES
-    conv_pointwise.MIN_SAMPLE_BYTES = 10 ** 15 if path == "old" else saved
+def timed(step, path, force=False, clock=time.perf_counter):
+    """Milliseconds of one step on `path` ('old': columns, 'new': pointwise, on every
+    shape when `force`)."""
+    saved = conv_pointwise.MIN_SAMPLE_BYTES, conv_pointwise.MIN_POSITIONS
+    if path == "old":
+        conv_pointwise.MIN_SAMPLE_BYTES = 10 ** 15
+    elif force:
+        conv_pointwise.MIN_SAMPLE_BYTES = conv_pointwise.MIN_POSITIONS = 0
     try:
-        start = time.perf_counter()
+        start = clock()
         step()
-        return (time.perf_counter() - start) * 1e3
+        return (clock() - start) * 1e3
     finally:
-        conv_pointwise.MIN_SAMPLE_BYTES = saved
+        conv_pointwise.MIN_SAMPLE_BYTES, conv_pointwise.MIN_POSITIONS = saved
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--zoo", action="store_true",
+                        help="the zoo's 1x1 layers, all forced onto the pointwise path, CPU time")
     args = parser.parse_args()
-    steps = {name: make_step(args.batch, *shape) for name, shape in SHAPES.items()}
-    times = {name: {"old": [], "new": []} for name in SHAPES}
+    if args.zoo:
+        steps = {name: make_step(*shape) for name, shape in ZOO_SHAPES.items()}
+    else:
+        steps = {name: make_step(args.batch, *shape) for name, shape in SHAPES.items()}
+    clock = time.process_time if args.zoo else time.perf_counter
+    times = {name: {"old": [], "new": []} for name in steps}
     for name, step in steps.items():        # warm up both paths (allocator, BLAS threads)
-        timed(step, "old")
-        timed(step, "new")
+        timed(step, "old", args.zoo, clock)
+        timed(step, "new", args.zoo, clock)
     for r in range(args.rounds):
         order = ("old", "new") if r % 2 == 0 else ("new", "old")
         for name, step in steps.items():
             for path in order:
-                times[name][path].append(timed(step, path))
+                times[name][path].append(timed(step, path, args.zoo, clock))
     result = {}
     for name, t in times.items():
         ratios = [n / o for o, n in zip(t["old"], t["new"])]
@@ -92,7 +139,7 @@ def main():
                         "new_ms": round(statistics.median(t["new"]), 2),
                         "new_over_old": round(statistics.median(ratios), 3)}
     print(json.dumps({"benchmark": "conv_pointwise", "batch": args.batch,
-                      "rounds": args.rounds, "blas_threads": blas_threads(),
+                      "rounds": args.rounds, "zoo": args.zoo, "blas_threads": blas_threads(),
                       "kernel_threads": config.compute_threads(),
                       "load_avg_1min": os.getloadavg()[0], "shapes": result}))
 

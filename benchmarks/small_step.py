@@ -1,6 +1,8 @@
 """CPU seconds per training step of the small models (LeNet at batch 64, d2l's CIFAR
 ResNet-18 at batch 32), minigluon hybridized and not beside PyTorch, on a fixed number of
-compute threads: the fixed per-step costs that samples/s hides on a loaded machine.
+compute threads: the fixed per-step costs that samples/s hides on a loaded machine. The
+convolutional zoo models of zoo_train.py (resnet18_v1, resnet50_v1, mobilenet_v2_1.0,
+vgg11, densenet121, at its batches) are there too, one step a round each.
 
 A step is zoo_train.py's (forward, loss, backward, SGD with momentum and wd). Each side of
 each model runs in its own worker process on `--threads` threads (minigluon's adaptive
@@ -26,7 +28,9 @@ from harness import end_process, read_reply, report, torch_python  # noqa: E402
 from zoo_models import SPECS  # noqa: E402
 
 SIDES = ("hybrid", "plain", "torch")
-STEPS = {"lenet": 20, "cifar_resnet18": 2}     # timed steps per round, per worker
+# timed steps per round, per worker
+STEPS = {"lenet": 20, "cifar_resnet18": 2, "resnet18_v1": 1, "resnet50_v1": 1,
+         "mobilenet_v2_1.0": 1, "vgg11": 1, "densenet121": 1}
 
 
 def serve(args):

@@ -111,7 +111,7 @@ class Node:
     """One recorded operator: how to map output gradients to input gradients."""
 
     __slots__ = ("op_name", "backward", "inputs", "out_meta", "seq", "traced", "call",
-                 "reports_final")
+                 "reports_final", "releases")
 
     def __init__(self, op_name, backward, inputs, out_meta, traced=None):
         self.seq = next(_node_seq)    # recording order: backward runs it in reverse
@@ -128,6 +128,10 @@ class Node:
         # hybridized block) hands each input's gradient on as soon as its own walk has
         # made it complete, so hooks need not wait for the end of the graph
         self.reports_final = False
+        # True when backward takes release=True (given without retain_graph): a whole graph
+        # run as one node drops each step's saved arrays once its walk is past that step,
+        # as the tape drops a node's, so memory comes back during the walk, not after it
+        self.releases = False
 
     def __repr__(self):
         return f"<Node {self.op_name}>"
@@ -427,6 +431,8 @@ def _run_backward(heads, head_grads, retain_graph, create_graph=False, on_final=
             if finisher is not None and graph is None and node.reports_final:
                 early = _EarlyReports(node, send, finisher)
                 run = functools.partial(node.backward, on_input_final=early)
+            if graph is None and node.releases and not retain_graph:
+                run = functools.partial(run, release=True)
             if profiler._running and node.op_name != "CachedGraph":  # a graph times its steps
                 in_grads = profiler.timed(f"{node.op_name}_backward", "backward", run, *outs)
             else:

@@ -63,6 +63,8 @@ ops_nn and ops_elemwise call them on host arrays), multi-threaded over rows, pla
   not bit for bit.  `batch_norm_forward(x, mean, scale, shift)` = (x - mean)*scale + shift,
   `batch_norm_backward(x, dy, mean, a, b, k)` = (dy*a + (x - mean)*b) + k, per channel.
 - `relu(x)` = np.maximum(x, 0); `relu_backward(x, dy)` = dy * (x > 0).
+- `clip(x, lo, hi)` = np.clip(x, lo, hi) (ReLU6 is clip(x, 0, 6)), bounds rounded to x's
+  dtype; `clip_backward(x, dy, lo, hi)` = dy * (lo <= x <= hi).
 - `sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient)`: one SGD
   step (with momentum when `mom` is given) in place, one pass over the arrays.
 - Softmax along the last axis of (rows, width) data, one row at a time:
@@ -133,7 +135,8 @@ __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequa
            "lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward",
            "max_pool2d", "max_pool2d_backward",
            "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
-           "relu", "relu_backward", "sgd_update", "softmax_forward", "softmax_backward",
+           "relu", "relu_backward", "clip", "clip_backward", "sgd_update",
+           "softmax_forward", "softmax_backward",
            "softmax_cross_entropy_forward", "softmax_cross_entropy_backward",
            "rows_sum", "rows_take", "rows_sgd_update",
            "rows_adam_update",
@@ -449,6 +452,20 @@ def softmax_cross_entropy_backward(x, label, stats, dloss, out=None, nthreads=No
     >>> dx = softmax_cross_entropy_backward(logits, label, stats, np.ones(2, np.float32))
     """
     return _impl.softmax_cross_entropy_backward(x, label, stats, dloss, out, nthreads)
+def clip(x, lo, hi, out=None, nthreads=None):
+    """min(max(x, lo), hi), element-wise, NaN kept (np.clip(x, lo, hi)).
+
+    >>> y = clip(x, 0, 6)
+    """
+    return _impl.clip(x, lo, hi, out, nthreads)
+
+
+def clip_backward(x, dy, lo, hi, out=None, nthreads=None):
+    """dy * (lo <= x <= hi), element-wise.
+
+    >>> dx = clip_backward(x, dy, 0, 6)
+    """
+    return _impl.clip_backward(x, dy, lo, hi, out, nthreads)
 
 
 def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_grad=1.0,

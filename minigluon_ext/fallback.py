@@ -362,6 +362,20 @@ def relu_backward(x, dy, out=None, nthreads=None):
         return np.multiply(dy, x > 0, out=out)
 
 
+def clip(x, lo, hi, out=None, nthreads=None):
+    """NumPy's clip(x, lo, hi) (bounds rounded to x's dtype)."""
+    out, _ = check.relu("clip", x, None, out, nthreads)
+    return np.clip(x, x.dtype.type(lo), x.dtype.type(hi), out=out)
+
+
+def clip_backward(x, dy, lo, hi, out=None, nthreads=None):
+    """dy * (lo <= x <= hi), in NumPy."""
+    out, _ = check.relu("clip_backward", x, dy, out, nthreads)
+    inside = (x >= x.dtype.type(lo)) & (x <= x.dtype.type(hi))
+    with np.errstate(invalid="ignore"):       # inf * 0 is NaN, quietly, as in C
+        return np.multiply(dy, inside, out=out)
+
+
 def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_grad=1.0,
                clip_gradient=None, nthreads=None):
     """One SGD step on weight (and mom) in place, in NumPy (the formula in sgd.c)."""

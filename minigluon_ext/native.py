@@ -170,6 +170,20 @@ def relu_backward(x, dy, out=None, nthreads=None):
     return out
 
 
+def clip(x, lo, hi, out=None, nthreads=None):
+    """NumPy's clip(x, lo, hi), in C."""
+    out, threads = check.relu("clip", x, None, out, nthreads)
+    _kernels.clip(x, None, out, float(lo), float(hi), threads)
+    return out
+
+
+def clip_backward(x, dy, lo, hi, out=None, nthreads=None):
+    """dy * (lo <= x <= hi), in C."""
+    out, threads = check.relu("clip_backward", x, dy, out, nthreads)
+    _kernels.clip(x, dy, out, float(lo), float(hi), threads)
+    return out
+
+
 def sgd_update(weight, grad, mom=None, lr=0.01, wd=0.0, momentum=0.0, rescale_grad=1.0,
                clip_gradient=None, nthreads=None):
     """One SGD step on weight (and mom) in place, in C."""

@@ -10,16 +10,26 @@ import math
 
 import numpy as np
 
+from ..threads import compute_threads
+
 __all__ = ["Pointwise"]
 
-# The path needs a sample's channel matrix (C/groups, P) of at least MIN_SAMPLE_BYTES and P
-# of at least MIN_POSITIONS. Below that one matmul per sample is small, and the batched
-# columns of conv_host / conv_columns, which put several samples in one matmul, win: on a
-# loaded machine every BLAS call pays for waking its threads. From 2 MiB up conv_host's
-# 4 MiB chunks hold one sample anyway, so the matmuls are the same, minus the copies.
-# (Tests lower both to compare the paths on small arrays.)
+# On more than one compute thread the path needs a sample's channel matrix (C/groups, P)
+# of at least MIN_SAMPLE_BYTES and P of at least MIN_POSITIONS. Below that one matmul per
+# sample is small, and the batched columns of conv_host / conv_columns, which put several
+# samples in one matmul, win: on a loaded machine every BLAS call pays for waking its
+# threads (at 2 fixed threads and load 23 the per-sample path cost 1.2-3.7x the columns'
+# CPU on MobileNet-v2's and DenseNet-121's 1x1 layers). From 2 MiB up conv_host's 4 MiB
+# chunks hold one sample anyway, so the matmuls are the same, minus the copies.
+# On one compute thread (the adaptive count's choice on a busy machine, or
+# OMP_NUM_THREADS=1) no thread is woken, and the copies the columns make (im2col and
+# swap01 forward, swap01 and col2im backward) are what counts: there the per-sample path
+# took 0.48-0.93x the columns' CPU on every such layer of at least 14x14 positions
+# (ONE_THREAD_MIN_POSITIONS), 0.9-1.4x on 7x7 (benchmarks/conv_pointwise.py --zoo,
+# docs/performance.md). (Tests lower these to compare the paths on small arrays.)
 MIN_SAMPLE_BYTES = 2 << 20
 MIN_POSITIONS = 256
+ONE_THREAD_MIN_POSITIONS = 196
 
 
 class Pointwise:
@@ -30,10 +40,14 @@ class Pointwise:
 
     @staticmethod
     def applies(win, channels, groups, dtype):
-        """True for a 1x1 unpadded window over maps big enough (see MIN_SAMPLE_BYTES)."""
+        """True for a 1x1 unpadded window over maps big enough for the compute threads
+        there are now (see MIN_SAMPLE_BYTES)."""
+        if not all(k == 1 for k in win.kernel) or any(win.pad):
+            return False
         positions = math.prod(win.out)
-        return (all(k == 1 for k in win.kernel) and not any(win.pad) and
-                positions >= MIN_POSITIONS and
+        if compute_threads() == 1:
+            return positions >= ONE_THREAD_MIN_POSITIONS
+        return (positions >= MIN_POSITIONS and
                 channels // groups * positions * np.dtype(dtype).itemsize >= MIN_SAMPLE_BYTES)
 
     def _sampled(self, x):

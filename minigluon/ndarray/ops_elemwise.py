@@ -251,10 +251,21 @@ def clip(xp, data, a_min, a_max):
     """Limit values to [a_min, a_max]; the gradient is zero where clipping happened."""
     if a_min > a_max:
         raise ShapeError(f"clip: a_min ({a_min}) must not exceed a_max ({a_max})")
+    if _on_host(xp, data):
+        # ReLU6 (MobileNet) on big maps: one threaded pass, and the mask only in backward
+        return ext.clip(data, a_min, a_max), Backward(_clip_grad, xp, data, a_min, a_max)
     out = xp.clip(data, a_min, a_max)
     # a constant mask of x's dtype: clip's second derivative is zero
     inside = ((data >= a_min) & (data <= a_max)).astype(data.dtype)
     return out, Backward(lambda m, inside, dy: (dy * inside,), xp, inside)
+
+
+def _clip_grad(xp, x, a_min, a_max, dy):
+    """dy where a_min <= x <= a_max, else 0 (the kernels' path of clip)."""
+    if _on_host(xp, x, dy):
+        return (ext.clip_backward(x, dy, a_min, a_max),)
+    # traced for create_graph: the comparisons are constants of the tape
+    return (dy * (x >= a_min) * (x <= a_max),)
 
 
 @register("where", inputs=("condition", "x", "y"))

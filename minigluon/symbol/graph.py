@@ -57,6 +57,7 @@ class CachedGraph:
         self.output_slots = [slot[(id(node), idx)] for node, idx in symbol._outputs]
         self.steps = rewrite.optimize(self.traced_steps, self.output_slots)
         self._final_at = {}     # id(steps) -> (steps, {step index: input slots})
+        self._dead_after = {}   # id(steps) -> (steps, {step index: value slots})
 
     @property
     def num_outputs(self):
@@ -69,6 +70,7 @@ class CachedGraph:
         # sparse inputs: every step picks the op's sparse kernel or the storage fallback,
         # as the imperative path does; dense graphs call the ops directly
         sparse = any(is_sparse(r) for r in raw_inputs)
+        dead_after = self._values_dead_after(steps)
         for index, (op, refs, attrs, first, count) in enumerate(steps):
             args = [values[v] if kind == "slot" else v for kind, v in refs]
             if profiler._running:
@@ -85,7 +87,35 @@ class CachedGraph:
             closures.append(backward)
             if watch is not None:
                 watch(index, args, values[first:first + count])
+            for slot in dead_after.get(index, ()):
+                values[slot] = _Meta.of(values[slot])
         return values, closures
+
+    def _values_dead_after(self, steps):
+        """{step index: the value slots no later step reads}: a step's outputs that are not
+        the graph's, once their last reader has run. The forward drops them (backward
+        needs only their shapes; what it needs of the values the closures hold), as the
+        imperative path drops an array nothing refers to: holding every intermediate to the
+        end of the call kept the allocator from reusing their memory, so each step's
+        output was fresh pages, faulted in (resnet18_v1 inference: about 0.3 CPU s a
+        step of 16, docs/performance.md)."""
+        known = self._dead_after.get(id(steps))
+        if known is not None and known[0] is steps:
+            return known[1]
+        last = {}
+        for index, (_, refs, _, first, count) in enumerate(steps):
+            for slot in range(first, first + count):
+                last[slot] = index
+            for kind, ref in refs:
+                if kind == "slot" and ref >= self.num_inputs:
+                    last[ref] = index
+        keep = set(self.output_slots)
+        dead = {}
+        for slot, index in last.items():
+            if slot not in keep:
+                dead.setdefault(index, []).append(slot)
+        self._dead_after[id(steps)] = (steps, dead)
+        return dead
 
     def __call__(self, inputs, watch=None):
         """Run on NDArrays (one per input name, all on one device); returns NDArrays.
@@ -110,13 +140,13 @@ class CachedGraph:
         need = self._slots_needing_grad(
             [isinstance(x, NDArray) and autograd.needs_grad(x) for x in inputs], steps)
 
-        def backward(*out_grads, on_input_final=None):
+        def backward(*out_grads, on_input_final=None, release=False):
             return self._backward(ctx.xp, steps, values, closures, out_grads, need,
-                                  on_input_final)
+                                  on_input_final, release)
         arrays = [x if isinstance(x, NDArray) else None for x in inputs]
         node = autograd.Node("CachedGraph", backward, arrays,
                              [(o.shape, o._data.dtype, ctx) for o in outputs])
-        node.reports_final = True
+        node.reports_final = node.releases = True
         # the call as an operator, so that autograd.get_symbol can rebuild it
         node.call = (_CACHED_OP, arrays, (), {"graph": self}, None)
         for i, o in enumerate(outputs):
@@ -148,16 +178,26 @@ class CachedGraph:
         self._final_at[id(steps)] = (steps, final_at)
         return final_at
 
-    def _backward(self, xp, steps, values, closures, out_grads, need, on_input_final=None):
+    def _backward(self, xp, steps, values, closures, out_grads, need, on_input_final=None,
+                  release=False):
         """The inputs' gradients (None where none reached one). With `on_input_final(input
         position, gradient)`, each input's gradient is offered as soon as it is complete;
-        one taken (True) is left out of the result (None there)."""
+        one taken (True) is left out of the result (None there). With `release`, each
+        step's closure and outputs are dropped once its backward has run (no second
+        backward then): the steps before it never read them."""
         grads = [None] * self.num_slots
         for s, g in zip(self.output_slots, out_grads):
             grads[s] = g if grads[s] is None else grads[s] + g
         final_at = self._inputs_final_at(steps) if on_input_final is not None else {}
         for index in range(len(steps) - 1, -1, -1):
             self._step_backward(xp, steps[index], closures[index], values, grads, need)
+            if release:
+                # the activations a step saved are freed here, as the tape frees a node's;
+                # holding all of them to the end of the walk made every gradient of the
+                # walk a fresh allocation (page faults) where the tape reuses that memory
+                first, count = steps[index][3], steps[index][4]
+                closures[index] = None
+                values[first:first + count] = [None] * count
             for ref in final_at.get(index, ()):
                 if grads[ref] is not None and on_input_final(ref, grads[ref]):
                     grads[ref] = None
@@ -215,6 +255,19 @@ class _Shape:
 
     def __init__(self, arr):
         self.shape, self._data = arr.shape, arr
+
+
+class _Meta:
+    """What the backward walk reads of a dropped value: its shape and dtype."""
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
+
+    @classmethod
+    def of(cls, value):
+        """The value's _Meta; a value without a dtype (none expected) stays as it is."""
+        return cls(value.shape, value.dtype) if hasattr(value, "dtype") else value
 
 
 def _fit_raw(grad, value):

@@ -91,11 +91,13 @@ void mg_bn_forward_task(void *args, size_t begin, size_t end);  /* out = (x-mean
 void mg_bn_sums_task(void *args, size_t begin, size_t end);     /* s1 sum dy, s2 sum dy*(x-mean) */
 void mg_bn_backward_task(void *args, size_t begin, size_t end); /* out = (dy*a + (x-mean)*b) + k */
 
-/* relu.c: out = max(x, 0) (NaN kept) / out = dy * (x > 0); items: blocks of MG_RELU_BLOCK. */
+/* relu.c: out = max(x, 0) (NaN kept) / out = dy * (x > 0); with `clip`, out = NumPy's
+ * clip(x, lo, hi) / out = dy * (lo <= x <= hi); items: blocks of MG_RELU_BLOCK. */
 #define MG_RELU_BLOCK 4096
 typedef struct {
-    int dtype;
+    int dtype, clip;
     size_t n;
+    double lo, hi; /* the clip bounds, rounded to the dtype by the kernels */
     const void *x, *dy;
     void *out;
 } mg_relu_args;

@@ -905,31 +905,49 @@ static PyObject *py_sgd_update(PyObject *self, PyObject *args)
     return run_layer(&b, (a.n + MG_SGD_BLOCK - 1) / MG_SGD_BLOCK, nthreads, mg_sgd_task, &a);
 }
 
-static PyObject *py_relu(PyObject *self, PyObject *args)
+/* relu(x, dy, out, nthreads) and clip(x, dy, out, lo, hi, nthreads) share their buffers:
+ * forward when dy is None, else the gradient */
+static PyObject *relu_like(const char *fn, PyObject *x_obj, PyObject *dy_obj,
+                           PyObject *out_obj, int nthreads, mg_relu_args *a)
 {
-    static const char *fn = "relu";
-    PyObject *x_obj, *dy_obj, *out_obj;
-    int nthreads, dtype;
+    int dtype;
     mg_buffers b = {.held = 0};
-    mg_relu_args a;
-    if (!PyArg_ParseTuple(args, "OOOi", &x_obj, &dy_obj, &out_obj, &nthreads))
-        return NULL;
     Py_buffer *x = take_float(&b, x_obj, 0, 0, fn, "x", &dtype);
     if (!x)
         return fail(&b);
-    a.dtype = dtype, a.n = (size_t)count(x), a.x = x->buf, a.dy = NULL;
+    a->dtype = dtype, a->n = (size_t)count(x), a->x = x->buf, a->dy = NULL;
     if (dy_obj != Py_None) {
-        Py_buffer *dy = take_like(&b, dy_obj, 0, fn, "dy", dtype, a.n);
+        Py_buffer *dy = take_like(&b, dy_obj, 0, fn, "dy", dtype, a->n);
         if (!dy)
             return fail(&b);
-        a.dy = dy->buf;
+        a->dy = dy->buf;
     }
-    Py_buffer *out = take_like(&b, out_obj, 1, fn, "out", dtype, a.n);
+    Py_buffer *out = take_like(&b, out_obj, 1, fn, "out", dtype, a->n);
     if (!out)
         return fail(&b);
-    a.out = out->buf;
-    return run_layer(&b, (a.n + MG_RELU_BLOCK - 1) / MG_RELU_BLOCK, nthreads,
-                     a.dy ? mg_relu_back_task : mg_relu_task, &a);
+    a->out = out->buf;
+    return run_layer(&b, (a->n + MG_RELU_BLOCK - 1) / MG_RELU_BLOCK, nthreads,
+                     a->dy ? mg_relu_back_task : mg_relu_task, a);
+}
+
+static PyObject *py_relu(PyObject *self, PyObject *args)
+{
+    PyObject *x_obj, *dy_obj, *out_obj;
+    int nthreads;
+    mg_relu_args a = {.clip = 0};
+    if (!PyArg_ParseTuple(args, "OOOi", &x_obj, &dy_obj, &out_obj, &nthreads))
+        return NULL;
+    return relu_like("relu", x_obj, dy_obj, out_obj, nthreads, &a);
+}
+
+static PyObject *py_clip(PyObject *self, PyObject *args)
+{
+    PyObject *x_obj, *dy_obj, *out_obj;
+    int nthreads;
+    mg_relu_args a = {.clip = 1};
+    if (!PyArg_ParseTuple(args, "OOOddi", &x_obj, &dy_obj, &out_obj, &a.lo, &a.hi, &nthreads))
+        return NULL;
+    return relu_like("clip", x_obj, dy_obj, out_obj, nthreads, &a);
 }
 
 /* ---- row kernels (rows.c) ------------------------------------------------------------ */
@@ -1237,6 +1255,7 @@ static PyMethodDef methods[] = {
     {"batch_norm", py_batch_norm, METH_VARARGS,
      "batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads)"},
     {"relu", py_relu, METH_VARARGS, "relu(x, dy_or_None, out, nthreads)"},
+    {"clip", py_clip, METH_VARARGS, "clip(x, dy_or_None, out, lo, hi, nthreads)"},
     {"sgd_update", py_sgd_update, METH_VARARGS,
      "sgd_update(weight, grad, mom_or_None, lr, wd, momentum, rescale, clip, nthreads)"},
     {"rows_sum", py_rows_sum, METH_VARARGS, "rows_sum(ids_list, values_list, width, out_ids, out) -> rows"},

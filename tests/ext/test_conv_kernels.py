@@ -343,6 +343,65 @@ def test_relu_gives_numpy_bits(path, dtype, nthreads):
         same_bits(path.relu_backward(x, dy, nthreads=nthreads), want)
 
 
+CLIP_BOUNDS = [(0.0, 6.0), (-0.5, 0.8), (0.1, 0.1), (-np.inf, 2.0)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("nthreads", [1, 2, 3])
+def test_clip_gives_numpy_bits(path, dtype, nthreads):
+    rng = np.random.default_rng(9)
+    for lo, hi in CLIP_BOUNDS:
+        for n in (0, 1, 9, 4096, 4097, 20000):
+            x = np.resize(np.array(SPECIALS + [lo, hi, 6.0, 5.999], dtype), n)
+            x[::3] = randn(rng, x[::3].shape, dtype) * 4
+            dy = rng.permutation(np.resize(np.array(SPECIALS, dtype), n))
+            same_bits(path.clip(x, lo, hi, nthreads=nthreads), np.clip(x, lo, hi))
+            inside = ((x >= dtype(lo)) & (x <= dtype(hi))).astype(dtype)
+            with np.errstate(invalid="ignore"):             # inf * 0
+                want = dy * inside
+            same_bits(path.clip_backward(x, dy, lo, hi, nthreads=nthreads), want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_clip_kernel_matches_numpy_path(numpy_ops, dtype):
+    # big enough for the kernels (ops_elemwise._HOST_MIN_SIZE), values on both bounds
+    x = np.resize(np.array(SPECIALS + [0.0, 6.0, 7.5, -3.0], dtype), (5, 64, 61))
+    for got, want in zip(_forward_backward(lambda a: nd.clip(a, 0, 6), [x]),
+                         numpy_ops(lambda: _forward_backward(lambda a: nd.clip(a, 0, 6), [x]))):
+        same_bits(got, want)
+
+
+def test_clip_kernel_path_gradient_matches_finite_differences():
+    # a directional derivative over a map big enough for the kernels, away from the kinks
+    rng = np.random.default_rng(10)
+    x = rng.uniform(-3, 9, (40, 600))
+    x[np.abs(x) < 1e-2] += 0.1
+    x[np.abs(x - 6) < 1e-2] += 0.1
+    head, v, eps = rng.standard_normal(x.shape), rng.standard_normal(x.shape), 1e-4
+    xs = nd.array(x, dtype="float64")
+    xs.attach_grad()
+    with autograd.record():
+        y = nd.clip(xs, 0, 6)
+    y.backward(nd.array(head, dtype="float64"))
+
+    def f(a):
+        return float((nd.clip(nd.array(a, dtype="float64"), 0, 6).asnumpy() * head).sum())
+    numeric = (f(x + eps * v) - f(x - eps * v)) / (2 * eps)
+    np.testing.assert_allclose((xs.grad.asnumpy() * v).sum(), numeric, rtol=1e-8)
+
+
+def test_clip_kernel_path_has_zero_second_derivative():
+    x = nd.array(np.linspace(-2, 8, 20000, dtype=np.float32).reshape(100, 200))
+    x.attach_grad()
+    with autograd.record():
+        g = autograd.grad(nd.clip(x, 0, 6), [x], head_grads=nd.ones(x.shape),
+                          create_graph=True)[0]
+        g2 = autograd.grad(g, [x], create_graph=True)[0]
+    xs = x.asnumpy()
+    np.testing.assert_array_equal(g.asnumpy(), ((xs >= 0) & (xs <= 6)).astype(np.float32))
+    assert not g2.asnumpy().any()
+
+
 # ---------------------------------------------------------------- bad input
 
 def test_bad_arguments_raise_clear_errors(path):
@@ -351,6 +410,10 @@ def test_bad_arguments_raise_clear_errors(path):
         path.im2col(x.astype(np.float16), 3)
     with pytest.raises(DTypeError, match="int64"):
         path.relu(np.zeros(4, np.int64))
+    with pytest.raises(DTypeError, match="clip: x has dtype int32"):
+        path.clip(np.zeros(4, np.int32), 0, 6)
+    with pytest.raises(ShapeError, match="clip_backward: dy"):
+        path.clip_backward(x, x[:1], 0, 6)
     with pytest.raises(TypeError, match="must be a numpy.ndarray"):
         path.im2col([[1.0]], 3)
     with pytest.raises(ValueError, match="not C-contiguous"):

@@ -21,6 +21,7 @@ CASES = [  # data shape, num_filter, stride, groups, no_bias
 def small_maps_pointwise(monkeypatch):
     monkeypatch.setattr(conv_pointwise, "MIN_POSITIONS", 1)
     monkeypatch.setattr(conv_pointwise, "MIN_SAMPLE_BYTES", 1)
+    monkeypatch.setattr(conv_pointwise, "ONE_THREAD_MIN_POSITIONS", 1)
 
 
 def _inputs(shape, f, groups, no_bias, rng):
@@ -55,6 +56,7 @@ def _run(x, w, b, stride, need_grad=True):
 
 @pytest.mark.parametrize("stride", [(1, 1), (2, 2)])
 def test_big_maps_take_the_pointwise_path_and_agree_with_columns(stride, monkeypatch):
+    monkeypatch.setattr(conv_pointwise, "compute_threads", lambda: 2)
     rng = np.random.default_rng(7)
     # 512 channels of 32x32 (2 MiB a sample, 512 KiB strided): big enough for the path
     monkeypatch.setattr(conv_pointwise, "MIN_SAMPLE_BYTES", 512 << 10)
@@ -73,8 +75,28 @@ def test_big_maps_take_the_pointwise_path_and_agree_with_columns(stride, monkeyp
 
 
 def test_small_maps_keep_the_batched_columns_path(monkeypatch):
+    monkeypatch.setattr(conv_pointwise, "compute_threads", lambda: 2)
     taken = []
     monkeypatch.setattr(conv_pointwise.Pointwise, "forward", lambda *a: taken.append(1))
     x = nd.ones((4, 64, 16, 16))           # 64 KiB a sample: batched columns are faster
     y = nd.Convolution(x, nd.ones((8, 64, 1, 1)), kernel=(1, 1), num_filter=8, no_bias=True)
     assert taken == [] and float(y[0, 0, 0, 0].asscalar()) == 64.0
+
+
+@pytest.mark.parametrize("size,pointwise", [(14, True), (7, False)])
+def test_on_one_thread_maps_from_14x14_take_the_pointwise_path(size, pointwise, monkeypatch):
+    # one compute thread wakes no BLAS threads: the columns' copies decide (see the module)
+    monkeypatch.setattr(conv_pointwise, "compute_threads", lambda: 1)
+    taken = []
+    real = conv_pointwise.Pointwise.forward
+    monkeypatch.setattr(conv_pointwise.Pointwise, "forward",
+                        lambda self, *a: taken.append(1) or real(self, *a))
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((3, 16, size, size)).astype(np.float32)
+    w, b = rng.standard_normal((5, 16, 1, 1)).astype(np.float32), rng.standard_normal(5)
+    got = _run(x, w, b, (1, 1))
+    assert taken == ([1] if pointwise else [])
+    monkeypatch.setattr(conv_pointwise, "compute_threads", lambda: 2)   # the columns path
+    for a, want in zip(got, _run(x, w, b, (1, 1))):
+        np.testing.assert_allclose(a, want, rtol=1e-4, atol=1e-4)
+    assert taken == ([1] if pointwise else [])
