@@ -1,5 +1,10 @@
 """Real data: LeNet on the MNIST split beside the checkout reaches >= 97% test accuracy
-within 3 epochs (seeded)."""
+within 3 epochs (seeded).
+
+Seeded is not enough: the kernels' sums split over threads, and the adaptive thread count
+follows the machine's load, so the rounding, and the accuracy, moved with the load
+(0.9745 on 2 fixed threads, 0.9795 on 1, 0.9695 once on a loaded machine). The test holds
+the count at one thread, so that the run is the same on every machine."""
 import gzip
 import os
 import struct
@@ -8,7 +13,7 @@ import numpy as np
 import pytest
 
 import minigluon as mx
-from minigluon import autograd, gluon, nd
+from minigluon import autograd, gluon, nd, threads
 from minigluon.gluon.model_zoo import vision
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "mnist-split")
@@ -29,7 +34,18 @@ def load(prefix):
 
 
 @pytest.mark.skipif(not os.path.isdir(DATA), reason="../shared/data/mnist-split is not present")
-def test_lenet_reaches_97_percent_in_3_epochs():
+def test_lenet_reaches_97_percent_in_3_epochs(monkeypatch):
+    monkeypatch.setenv("MINIGLUON_ADAPTIVE_THREADS", "0")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    threads.look_again()
+    try:
+        _train_and_check()
+    finally:
+        monkeypatch.undo()
+        threads.look_again()
+
+
+def _train_and_check():
     mx.random.seed(7)
     rng = np.random.default_rng(7)
     train_x, train_y = load("train")
