@@ -246,7 +246,9 @@ for t in range(start + 1, STEPS + 1):
         open('at-step', 'w').close()
     if os.environ.get('CHAOS_BARRIER'):        # the scheduler on the path of each step
         kv.barrier()
-    time.sleep(float(os.environ.get('CHAOS_SLEEP', '0.05')))
+    # slow steps (CHAOS_SLEEP) keep the job running until the replacement serves again
+    time.sleep(0.05 if os.path.exists('served-again') else
+               float(os.environ.get('CHAOS_SLEEP', '0.05')))
 kv.barrier()                                   # dist_async: every push applied by now
 params = net.collect_params()
 for i, name in enumerate(sorted(params.keys())):     # the Trainer's keys: sorted names
@@ -329,7 +331,9 @@ def _served_again(run, t0):
     its range (seen within the 50 ms the launch's output is polled)."""
     run.wait_until(lambda: "serves its range again" in run.err, 60,
                    "the replacement server to take its range back")
-    return time.monotonic() - t0
+    back = time.monotonic() - t0
+    (run.cwd / "served-again").touch()    # the workers' last steps need not wait for it
+    return back
 
 
 # ---- the launcher interrupted or killed ------------------------------------------------------
