@@ -31,11 +31,12 @@ them; so does a taken port that is waited on for PS_STARTUP_TIMEOUT's default 60
 
 Each case runs once in the suite (a second run doubled the suite's longest file). Repeats
 guard against a flaky pass, a bound met by luck once: `MINIGLUON_CHAOS_REPEAT=N` runs each
-case N times, as tests/stress/chaos_stress.py does (3 by default) outside the suite. Step k, and the loss case's PS_DROP_SEED,
-are drawn per case and repeat from MINIGLUON_CHAOS_SEED (default: a fresh seed per
-session, so that CI runs inject at different steps), which every failure prints: rerun
-with it to inject at the same steps. With `-s`, each run
-prints its measured times and the session ends with their medians per case.
+case N times, as tests/stress/chaos_stress.py does (3 by default) outside the suite. Step
+k, and the loss case's PS_DROP_SEED, are drawn per case and repeat from
+MINIGLUON_CHAOS_SEED (default: a fresh seed per session, so that CI runs inject at
+different steps), which every failure prints: rerun with it to inject at the same steps.
+With `-s`, each run prints its measured times and the session ends with their medians per
+case.
 """
 import json
 import os
