@@ -17,7 +17,10 @@ Figures: `s_per_round` medians of --repeats rounds, modes interleaved; `overhead
 only the segment name is tagged: see benchmarks/kvstore_throughput.py for the end-to-end
 figures.)
 
-    python benchmarks/kvstore_auth.py [--repeats 5]
+    python benchmarks/kvstore_auth.py [--repeats 5] [--arrays N]
+
+`--arrays N` sends only the first N arrays: a quick check that every mode runs (the doc
+test), not a figure to quote.
 """
 import argparse
 import hashlib
@@ -142,11 +145,17 @@ def main():
     parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--endpoint", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--count", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--arrays", type=int, default=None,
+                        help="send only the first N of the 62 arrays (default: all)")
     args = parser.parse_args()
-    shapes = resnet18_shapes()
     if args.serve:
-        serve(args.serve, args.endpoint, len(shapes))
+        serve(args.serve, args.endpoint, args.count)
         return
+    shapes = resnet18_shapes()
+    if args.arrays is not None and not 1 <= args.arrays <= len(shapes):
+        parser.error(f"--arrays must be 1 to {len(shapes)} (ResNet-18's arrays), "
+                     f"got {args.arrays}")
+    shapes = shapes[:args.arrays]
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal(int(np.prod(s)), dtype=np.float32) for s in shapes]
     report = {"benchmark": "kvstore_auth", "arrays": len(arrays),

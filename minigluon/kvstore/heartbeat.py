@@ -27,7 +27,11 @@ ZeroMQ reconnects both sockets by itself (every 100 ms, ZMQ_RECONNECT_IVL's defa
 
 A quarter of a heartbeat timeout after the verdict, if no wait has told the node's main
 thread, the thread ends the process (`PostOffice.orphaned`), so no node outlives its job.
+
+`stop()` wakes the thread through an inproc pair of sockets: waiting for its poll to time
+out made every worker's and server's exit wait up to PS_HEARTBEAT_INTERVAL s.
 """
+import itertools
 import threading
 import time
 
@@ -38,6 +42,8 @@ from .probe import Seen, probe
 from .wire import Cmd, Message, WireError
 
 __all__ = ["Heartbeat"]
+
+_WAKE_NAMES = itertools.count()      # one inproc address per Heartbeat of the process
 
 
 class Heartbeat:
@@ -64,6 +70,7 @@ class Heartbeat:
             self._sock.setsockopt(zmq.ROUTING_ID, f"{po.identity}-heartbeat".encode())
             self._sock.connect(po.van.address_of("scheduler"))
             self._ident = self._sock.getsockopt(zmq.ROUTING_ID)
+            self._wake_rx, self._wake_tx = _wake_pair(po.van)
             self._thread = threading.Thread(target=self._run, name="minigluon-heartbeat",
                                             daemon=True)
             self._thread.start()
@@ -77,6 +84,9 @@ class Heartbeat:
 
     def _run(self):
         due = time.monotonic()
+        poller = zmq.Poller()
+        poller.register(self._sock, zmq.POLLIN)
+        poller.register(self._wake_rx, zmq.POLLIN)     # stop() says so at once
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
@@ -84,7 +94,10 @@ class Heartbeat:
                     self._beat()
                     due = now + self.interval
                 wait = max(0.0, min(due, self._wake(due)) - now)     # poll(<0) never ends
-                if self._sock.poll(int(wait * 1000) + 1):
+                ready = dict(poller.poll(int(wait * 1000) + 1))
+                if self._stop.is_set():
+                    break
+                if self._sock in ready:
                     self._receive()
                 if time.monotonic() - now > wait + self.probe_timeout / 2:
                     self._probed = None       # this thread was stalled: probe once more
@@ -93,6 +106,7 @@ class Heartbeat:
                     self._watch_orphan()
         finally:
             self._sock.close(linger=0)
+            self._wake_rx.close(linger=0)
 
     def _wake(self, due):
         # an outstanding probe is judged at its deadline, not at the next beat
@@ -216,8 +230,22 @@ class Heartbeat:
         """End the thread (and close its socket)."""
         if self._thread is not None:
             self._stop.set()
+            try:
+                self._wake_tx.send(b"", zmq.NOBLOCK)
+            except zmq.Again:             # the thread already ended (and closed its end)
+                pass
             self._thread.join()
+            self._wake_tx.close(linger=0)
             self._thread = None
+
+
+def _wake_pair(van):
+    """(receiving end for the thread, sending end for stop()) of an inproc PAIR."""
+    address = f"inproc://minigluon-heartbeat-wake-{next(_WAKE_NAMES)}"
+    rx, tx = van.socket(zmq.PAIR), van.socket(zmq.PAIR)
+    rx.bind(address)
+    tx.connect(address)
+    return rx, tx
 
 
 def _startup_help(seen, port):
