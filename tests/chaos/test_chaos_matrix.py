@@ -8,6 +8,7 @@ the fault.
 | `launcher-sigint`, `launcher-sigkill` | the signal to minigluon-launch after step k | every process it started is gone within GONE; SIGINT: it exits 130 and removes its folder; SIGKILL: only its step-time folder is left, and the next launch's sweep removes it |
 | `port-taken-{listening,bound}` | DMLC_PS_ROOT_PORT held by another program, listening on it or only bound to it | the scheduler fails at once. Listening: the workers and the server fail within BOUND of their start (the direct probe finds a program that does not speak zmq), although PS_STARTUP_TIMEOUT is 60 s. Bound only: to a prober that is "nothing listens yet", so they wait for a scheduler until PS_STARTUP_TIMEOUT (3 s here) and fail within STARTUP_BOUND, not before. Every error names the port and DMLC_PS_ROOT_PORT |
 | `restart-worker-{dist_sync,dist_async}` | SIGKILL to worker 1 after step k, under `minigluon-launch --max-restarts 1` | the launcher starts it again; the job finishes (exit 0) with every gradient applied exactly once: both workers' weights equal the closed form of all STEPS steps of both workers (a linear model, so the order of async updates does not matter); the next step completes within RESTART_BOUND of the fault |
+| `restart-stopped_worker-{dist_sync,dist_async}` | SIGSTOP to worker 1 after step k, under `--max-restarts 1` | the scheduler loses it by heartbeat and prints its node table; the launcher SIGKILLs the stopped process by PID and starts it again; then as `restart-worker` (the same closed form), the next step within RESTART_BOUND + BOUND of the fault |
 | `restart-server-{dist_sync,dist_async}` | SIGKILL to server 1 after step k, under `--max-restarts 1` with MINIGLUON_PS_REPLICAS=1 and 2 servers | its replica serves its range, the launcher starts it again and the replacement takes its range back (handback.py); the job finishes (exit 0) with the same closed form; every step of both workers done once; the replacement serves its range within RESTART_BOUND of the fault. (`kill-server-*` above is the same fault without replicas: the job still ends fast) |
 | `restart-scheduler-{dist_sync,dist_async}` | SIGKILL to the scheduler after step k, under `--max-restarts 1`, every worker calling kv.barrier() after each step | the launcher starts it again on the same port; every node registers again with its rank; the job finishes (exit 0) with the same closed form; the next step after a barrier completes within RESTART_BOUND of the fault. (`kill-scheduler-*` above is the same fault without --max-restarts: the job still ends fast) |
 | `loss` | PS_DROP_MSG=10 with PS_RESEND=1 (dist_sync, 2 workers, 2 servers) | every value pulled at every step is exactly a lossless run's (a NumPy oracle); messages were dropped and resent; every process exits 0 |
@@ -68,7 +69,8 @@ SEED = int(os.environ.get("MINIGLUON_CHAOS_SEED") or random.SystemRandom().randr
 
 FAULTS = [f"{how}-{victim}-{mode}" for how in ("kill", "stop")
           for victim in ("worker", "server", "scheduler") for mode in ("dist_sync", "dist_async")]
-RESTARTS = [f"restart-{victim}-{mode}" for victim in ("worker", "scheduler", "server")
+RESTARTS = [f"restart-{victim}-{mode}" for victim in ("worker", "scheduler", "server",
+                                                    "stopped_worker")
             for mode in ("dist_sync", "dist_async")]
 CASES = FAULTS + RESTARTS + ["launcher-sigint", "launcher-sigkill", "port-taken-listening",
                              "port-taken-bound", "loss"]
@@ -260,6 +262,10 @@ RESTART_STEPS, RESTART_LR = 30, 0.01
 
 
 def restart_case(tmp_path, k, victim, mode):
+    # a stopped worker: the scheduler loses it by heartbeat, and the launcher, told so,
+    # SIGKILLs it by PID and restarts it as a killed one
+    stopped = victim == "stopped_worker"
+    victim = "worker" if stopped else victim
     (tmp_path / "worker.py").write_text(PREAMBLE + "import os, sys, time\n" + RESTARTABLE)
     (tmp_path / "pids").mkdir()
     extra = {"scheduler": {"CHAOS_BARRIER": "1"},     # the replacement starts in time:
@@ -275,12 +281,15 @@ def restart_case(tmp_path, k, victim, mode):
         pid = int((tmp_path / "rank1.pid").read_text()) if victim == "worker" else \
             _role_pid(run, victim)
         t0 = time.monotonic()
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGSTOP if stopped else signal.SIGKILL)
         back = _served_again(run, t0) if victim == "server" else None
         assert run.wait(60) == 0, run.text()
         run.assert_nothing_left()
         label = {"worker": "worker 1", "server": "server 1"}.get(victim, "scheduler")
         assert f"{label} failed (killed by signal SIGKILL); restarting it" in run.err
+        if stopped:
+            assert f"the scheduler lost worker 1 (pid {pid}) while the process still " \
+                   "runs" in run.err, run.text()
         results = [json.loads(line.split("RESULT ", 1)[1])
                    for line in run.out.splitlines() if "] RESULT " in line]
         assert sorted(r["rank"] for r in results) == [0, 1], run.text()
@@ -293,7 +302,8 @@ def restart_case(tmp_path, k, victim, mode):
         # a step after the fault that needed the scheduler (its barrier) when it was killed
         after = [float(t) for t in re.findall(r"\[worker 0\] STEP \d+ ([\d.]+)", run.out)
                  if float(t) > t0][1 if victim == "scheduler" else 0:]
-        bound = SLACK * started + 5.0
+        # a stop is noticed by heartbeats first: the detection bound on top
+        bound = SLACK * started + 5.0 + (BOUND if stopped else 0.0)
         assert after and after[0] - t0 <= bound, (after[:1], t0, bound, run.text())
         if victim != "worker":            # no worker restarted: every step once, on both
             steps = re.findall(r"\[worker (\d)\] STEP (\d+) ", run.out)
