@@ -133,21 +133,7 @@ def test_a_stopped_worker_the_scheduler_lost_restarts_on_a_spare(sshd, tmp_path,
                   *[a for k in HEARTBEAT for a in ("--env", k)], "-n", 2, "-s", 2, PY,
                   SCRIPT, "--out", tmp_path, "--step-sleep", 0.3],
                  tmp_path, tmp_path / "pids", clean_env(**HEARTBEAT))
-    stopped = None
-    try:
-        run.wait_until(lambda: "[worker 0] STEP 4 " in run.out, 60, "step 4 of worker 0")
-        stopped = tagged_worker(tag, 1)                # worker 1 runs on 127.0.0.2
-        assert stopped is not None, run.text()
-        os.kill(stopped, signal.SIGSTOP)
-        at = time.monotonic()
-        code = run.wait(90)
-        run.assert_nothing_left()
-        gone = _gone(stopped)
-    finally:
-        run.kill()
-        if stopped is not None and psutil.pid_exists(stopped):
-            _end(stopped)
-    assert code == 0, run.text()
+    stopped, at, gone = _stop_worker_1(run, tag)       # worker 1 runs on 127.0.0.2
     assert f"the scheduler lost worker 1 (pid {stopped} on 127.0.0.2:{sshd.port}) while " \
            "its ssh session is still open" in run.err, run.text()
     assert f"restarting it on spare host 127.0.0.1:{sshd.port} (host 127.0.0.2:" \
@@ -173,6 +159,24 @@ def test_a_stopped_local_worker_the_scheduler_lost_is_ended_and_restarted(tmp_pa
     run = Launch(["--max-restarts", 1, "-n", 2, "-s", 2, PY, SCRIPT, "--out", tmp_path,
                   "--step-sleep", 0.3], tmp_path, tmp_path / "pids",
                  clean_env(HOSTLOSS_TAG=tag, **HEARTBEAT))
+    stopped, at, gone = _stop_worker_1(run, tag)
+    assert f"the scheduler lost worker 1 (pid {stopped}) while the process still runs: " \
+           "it is stopped or hung; ending it" in run.err, run.text()
+    assert "worker 1 failed (killed by signal SIGKILL); restarting it (restart 1 of 1" \
+        in run.err, run.text()
+    assert gone, f"the stopped worker {stopped} was not ended"
+    print(f"\nstopped local worker ended and restarted; job done "
+          f"{time.monotonic() - at:.1f} s after the SIGSTOP")
+    for rank in (0, 1):
+        with np.load(tmp_path / f"params-{rank}.npz") as got:
+            for name, want in fault_free.items():
+                assert np.array_equal(want, got[name]), (name, rank)
+
+
+def _stop_worker_1(run, tag):
+    """SIGSTOP worker 1 (by PID) after worker 0's step 4 and let the job run to its end:
+    (the stopped PID, when it was stopped, whether it was gone at the end); the job
+    exited 0 and left nothing."""
     stopped = None
     try:
         run.wait_until(lambda: "[worker 0] STEP 4 " in run.out, 60, "step 4 of worker 0")
@@ -188,17 +192,7 @@ def test_a_stopped_local_worker_the_scheduler_lost_is_ended_and_restarted(tmp_pa
         if stopped is not None and psutil.pid_exists(stopped):
             _end(stopped)
     assert code == 0, run.text()
-    assert f"the scheduler lost worker 1 (pid {stopped}) while the process still runs: " \
-           "it is stopped or hung; ending it" in run.err, run.text()
-    assert "worker 1 failed (killed by signal SIGKILL); restarting it (restart 1 of 1" \
-        in run.err, run.text()
-    assert gone, f"the stopped worker {stopped} was not ended"
-    print(f"\nstopped local worker ended and restarted; job done "
-          f"{time.monotonic() - at:.1f} s after the SIGSTOP")
-    for rank in (0, 1):
-        with np.load(tmp_path / f"params-{rank}.npz") as got:
-            for name, want in fault_free.items():
-                assert np.array_equal(want, got[name]), (name, rank)
+    return stopped, at, gone
 
 
 def _gone(pid):
