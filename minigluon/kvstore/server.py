@@ -13,10 +13,9 @@ row_sparse key takes pushes of rows (ids + values) and answers pulls of rows;
 server_rows.py says how.
 
 Pull replies are sent zero-copy from the stored array; a buffer that zmq may still be
-reading is never written: the server writes into a fresh one instead. Big replies pass
-through a queue (reply_queue.py, MINIGLUON_PS_REPLY_WINDOW) that hands zmq a window of
-bytes at a time and keeps the rest, sent highest priority first: where the link is the
-bottleneck, the first layers' weights overtake the replies waiting before them. Workers
+reading is never written: the server writes into a fresh one instead. (A queue that kept
+big replies beyond a window and sent the highest priority first, reply_queue.py, is
+withdrawn until a race in it is fixed: config.ps_reply_window.) Workers
 on the same host pass big arrays through shared memory (shm.py): the server reads a push in the
 worker's segment (and acknowledges it once read, so the worker may reuse the segment) and
 copies a pulled value into the worker's pull segment.

@@ -3,14 +3,16 @@
 Worker 0 pushes 8 keys of 400 KB (over TCP: no shared memory) and asks for their new
 values with priorities 0..7 (lowest first, as a Trainer's later layers ask first); the
 round of every key completes in one request, worker 1's bucket of all 8 pushes. Worker
-0's log (PS_VERBOSE=2) shows the replies in the order they came off its socket: by
-priority with the reply queue (MINIGLUON_PS_REPLY_WINDOW=2097152), in the bucket's order
-without it (0, the default).
-The values are the same either way."""
+0's log (PS_VERBOSE=2) shows the replies in the order they came off its socket: in the
+bucket's order. The server's reply queue (MINIGLUON_PS_REPLY_WINDOW), which sent them by
+priority, is withdrawn: beside 4 busy processes its run of this job received a wrong value
+for a kept reply (150746944.0 where 0.0 was summed), a race not found yet (issue 20);
+setting the variable is now an error."""
 import re
 
 import pytest
 
+from minigluon import config
 from test_dist_cluster import run_job
 
 KEYS = 8
@@ -34,12 +36,17 @@ else:
 """
 
 
-@pytest.mark.parametrize("window, order", [("2097152", list(range(KEYS - 1, -1, -1))),
-                                           (None, list(range(KEYS)))])
-def test_replies_ready_at_once_leave_by_priority(tmp_path, window, order):
+def test_the_reply_window_is_refused_until_its_race_is_fixed(monkeypatch):
+    monkeypatch.setenv("MINIGLUON_PS_REPLY_WINDOW", "2097152")
+    with pytest.raises(config.ConfigError, match="reply queue is withdrawn"):
+        config.ps_reply_window()
+    monkeypatch.setenv("MINIGLUON_PS_REPLY_WINDOW", "0")
+    assert config.ps_reply_window() == 0
+
+
+def test_replies_ready_at_once_leave_in_the_order_they_became_ready(tmp_path):
+    order = list(range(KEYS))
     env = {"MINIGLUON_KVSTORE_SHM": "0"}
-    if window is not None:
-        env["MINIGLUON_PS_REPLY_WINDOW"] = window
     results, outputs = run_job(tmp_path, ORDER, workers=2, servers=1, env=env,
                                worker_env={"PS_VERBOSE": "2"})
     rank0 = next(r for r in results if r["sums"] is not None)
