@@ -214,7 +214,14 @@ POOLS = [((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), "valid"),
          ((1, 2, 9, 14), (2, 2), (2, 2), (0, 0), "valid"),
          ((2, 1, 5, 11), (2, 2), (2, 2), (0, 0), "valid"),
          ((1, 1, 2, 2), (2, 2), (2, 2), (0, 0), "valid"),
-         ((1, 2, 5, 11), (2, 2), (2, 2), (0, 0), "full")]
+         ((1, 2, 5, 11), (2, 2), (2, 2), (0, 0), "full"),
+         # a column stride above 1 reads each input row split into its phases: odd and
+         # even widths, vectors with tails, strides 2-4, and a row too wide to split
+         ((2, 3, 17, 23), (3, 3), (2, 2), (1, 1), "valid"),
+         ((1, 2, 12, 37), (3, 3), (2, 2), (1, 1), "full"),
+         ((1, 1, 9, 40), (3, 3), (3, 3), (1, 1), "valid"),
+         ((1, 1, 6, 29), (2, 5), (2, 4), (0, 2), "valid"),
+         ((1, 1, 3, 4099), (3, 3), (2, 2), (1, 1), "valid")]
 
 
 def ref_max_pool(x, kernel, stride, pad, convention):
@@ -275,6 +282,22 @@ def test_max_pool_2x2_nan_and_tie_rule(path, dtype):
     want_out, want_arg = ref_max_pool(x, (2, 2), (2, 2), (0, 0), "valid")
     same_bits(out, want_out)
     same_bits(arg, want_arg)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("pad, convention", [((1, 1), "valid"), ((0, 0), "valid"),
+                                             ((1, 1), "full"), ((2, 0), "valid")])
+def test_max_pool_3x3_stride_2_nan_and_tie_rule(path, dtype, pad, convention):
+    # 3x3 stride-2 float32 runs a vectorized path: maps drawn from NaN, +-inf and ties, so
+    # its lanes meet "first NaN, else first largest" across rows, with edges both sides
+    rng = np.random.default_rng(11)
+    values = np.array([np.nan, -np.inf, np.inf, 1.0, 1.0, -2.0, 0.5], dtype)
+    for shape in [(1, 3, 33, 41), (2, 2, 8, 10), (1, 1, 3, 3)]:
+        x = values[rng.integers(0, len(values), shape)]
+        out, arg = path.max_pool2d(x, (3, 3), (2, 2), pad, convention)
+        want_out, want_arg = ref_max_pool(x, (3, 3), (2, 2), pad, convention)
+        same_bits(out, want_out)
+        same_bits(arg, want_arg)
 
 
 def test_max_pool_backward_refuses_bad_argmax(path):
