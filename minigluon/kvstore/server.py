@@ -484,6 +484,10 @@ class KVServer:
 
     # ---- init -------------------------------------------------------------------------
     def _init(self, identity, msg):
+        if msg.flags & Flag.COMPRESSED_2BIT:    # its codes would become the key's value
+            raise _Refused(f"init of key {msg.key!r}: the INIT carries 2-bit codes (flag "
+                           "COMPRESSED_2BIT); a key starts from its full value and only "
+                           "pushes are compressed: send the INIT without the flag")
         found = self._find(msg.store, msg.key, msg.offset)
         if found is not None and (identity in self._replacements or found.owner is not None):
             self._ack(identity, msg)          # the lost worker 0 (or server) had it: kept
