@@ -225,6 +225,22 @@ def take_turns(procs, request, rounds):
     return answers
 
 
+def launched_pid(launcher, role, rank):
+    """The PID of the Python process running as `role` `rank` under the minigluon-launch
+    process `launcher` (a Popen): the leaf of its guard or mpi_role, found by its
+    environment; None while there is none."""
+    import psutil
+    for proc in psutil.Process(launcher.pid).children(recursive=True):
+        try:
+            env = proc.environ()
+            if env.get("DMLC_ROLE") == role and \
+                    env.get("MINIGLUON_LAUNCH_RANK") == str(rank) and not proc.children():
+                return proc.pid
+        except psutil.Error:
+            continue
+    return None
+
+
 class BusyProcesses:
     """`n` processes that each spin a pure-Python loop, started on entry and ended by
     their PIDs on exit: the contention of other jobs on the same cores."""
