@@ -6,6 +6,7 @@ $MINIGLUON_BENCH_TORCH_PYTHON, else this Python when it can import torch. The wo
 answers timing requests on stdin, so minigluon and PyTorch rounds can alternate: on a
 shared machine, alternating and taking medians keeps the ratio fair.
 """
+import argparse
 import ctypes
 import json
 import os
@@ -158,6 +159,86 @@ def paired(rounds_, a, b):
 def report(fields):
     """Print the benchmark's one JSON line."""
     print(json.dumps(fields), flush=True)
+
+
+# ---- per-model drivers: workers on pinned threads taking turns (small_step, zoo_layers) ---
+def models_parser(doc, default_models):
+    """The command line of a per-model benchmark: --models, --threads, --rounds,
+    --torch-python, and --worker (the script's own worker arguments are added to it)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--models", default=default_models)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--torch-python", default=None)
+    ap.add_argument("--worker", action="store_true", help="(internal)")
+    return ap
+
+
+def run_models(name, args, known, bench_model):
+    """Check --models against `known`, --threads and --rounds, measure each model with
+    bench_model(model, torch python or None, args) and print the one JSON line (with the
+    1-minute load average before and after); exits with what was wrong instead."""
+    models = [m for m in args.models.split(",") if m]
+    unknown = [m for m in models if m not in known]
+    if unknown:
+        sys.exit(f"{name}.py: unknown models {unknown}; choose from {list(known)}")
+    if args.threads < 1 or args.rounds < 1:
+        sys.exit(f"{name}.py: --threads and --rounds must be at least 1, got "
+                 f"{args.threads} and {args.rounds}")
+    python, note = torch_python(args.torch_python)
+    load_before = os.getloadavg()[0]
+    results = {m: bench_model(m, python, args) for m in models}
+    report({"benchmark": name, "threads": args.threads, "rounds": args.rounds,
+            "models": results, "loadavg_1min_before": round(load_before, 2),
+            "loadavg_1min_after": round(os.getloadavg()[0], 2), "note": note})
+
+
+def start_worker(python, script, worker_args, threads, first_line=None):
+    """`script --worker *worker_args --threads threads` under `python`, on that many
+    compute threads (OpenBLAS and OpenMP pinned, minigluon's adaptive count off, so both
+    sides use as many), sent `first_line` if given; returned once it said it is ready."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads),
+           "OPENBLAS_NUM_THREADS": str(threads), "MINIGLUON_ADAPTIVE_THREADS": "0"}
+    proc = subprocess.Popen([python, os.path.abspath(script), "--worker",
+                             *map(str, worker_args), "--threads", str(threads)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    if first_line is not None:
+        proc.stdin.write(first_line + "\n")
+        proc.stdin.flush()
+    read_reply(proc)
+    return proc
+
+
+def take_turns(procs, request, rounds):
+    """{name: [each round's JSON answer]}: in every round each worker of `procs` (name ->
+    Popen) in turn answers the line `request`; the workers are ended at the end."""
+    answers = {name: [] for name in procs}
+    try:
+        for _ in range(rounds):
+            for name, proc in procs.items():
+                proc.stdin.write(f"{request}\n")
+                proc.stdin.flush()
+                answers[name].append(json.loads(read_reply(proc)))
+    finally:
+        for proc in procs.values():
+            end_process(proc)
+    return answers
+
+
+def launched_pid(launcher, role, rank):
+    """The PID of the Python process running as `role` `rank` under the minigluon-launch
+    process `launcher` (a Popen): the leaf of its guard or mpi_role, found by its
+    environment; None while there is none."""
+    import psutil
+    for proc in psutil.Process(launcher.pid).children(recursive=True):
+        try:
+            env = proc.environ()
+            if env.get("DMLC_ROLE") == role and \
+                    env.get("MINIGLUON_LAUNCH_RANK") == str(rank) and not proc.children():
+                return proc.pid
+        except psutil.Error:
+            continue
+    return None
 
 
 class BusyProcesses:

@@ -27,7 +27,8 @@ import sys
 import tempfile
 import time
 
-import psutil
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import launched_pid  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAND_IN = os.path.join(REPO, "tests", "tools", "standin_srun.py")
@@ -49,19 +50,6 @@ for t in range(kv.resume_state().step + 1, steps + 1):
     time.sleep(pause)
 """
 DEADLINE = 180.0
-
-
-def worker_pid(launcher, rank):
-    """The Python process of worker `rank` (the guard's or mpi_role's child)."""
-    for proc in psutil.Process(launcher.pid).children(recursive=True):
-        try:
-            env = proc.environ()
-            if env.get("DMLC_ROLE") == "worker" and \
-                    env.get("MINIGLUON_LAUNCH_RANK") == str(rank) and not proc.children():
-                return proc.pid
-        except psutil.Error:
-            continue
-    return None
 
 
 def environment(name, folder):
@@ -114,7 +102,7 @@ def _kill_after(launcher, out, step):
     while time.monotonic() < deadline:
         out.seek(0)
         if f"[worker 1] STEP {step} " in out.read():
-            pid = worker_pid(launcher, 1)
+            pid = launched_pid(launcher, "worker", 1)
             if pid is not None:
                 killed = time.monotonic()
                 os.kill(pid, signal.SIGKILL)

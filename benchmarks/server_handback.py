@@ -30,7 +30,8 @@ import sys
 import tempfile
 import time
 
-import psutil
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import launched_pid  # noqa: E402
 
 WORKER = r"""
 import sys, time
@@ -53,16 +54,11 @@ DEADLINE = 300.0
 
 
 def server_pid(launcher, rank):
-    """The Python process of server `rank` (the guard's child), by its environment."""
-    for proc in psutil.Process(launcher.pid).children(recursive=True):
-        try:
-            env = proc.environ()
-            if env.get("DMLC_ROLE") == "server" and \
-                    env.get("MINIGLUON_LAUNCH_RANK") == str(rank) and not proc.children():
-                return proc.pid
-        except psutil.Error:
-            continue
-    raise RuntimeError(f"no server {rank} under the launcher (pid {launcher.pid})")
+    """The Python process of server `rank` (the guard's child)."""
+    pid = launched_pid(launcher, "server", rank)
+    if pid is None:
+        raise RuntimeError(f"no server {rank} under the launcher (pid {launcher.pid})")
+    return pid
 
 
 class Lines:

@@ -15,16 +15,14 @@ with less CPU). Prints ONE JSON line:
     python benchmarks/small_step.py --torch-python /tmp/tvenv/bin/python \
         [--models lenet,cifar_resnet18] [--threads 1] [--rounds 3]
 """
-import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import end_process, read_reply, report, torch_python  # noqa: E402
+from harness import models_parser, run_models, start_worker, take_turns  # noqa: E402
 from zoo_models import SPECS  # noqa: E402
 
 SIDES = ("hybrid", "plain", "torch")
@@ -54,31 +52,11 @@ def serve(args):
         print(json.dumps({"cpu": cpu, "wall": wall}), flush=True)
 
 
-def start(python, model, side, threads):
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads),
-           "OPENBLAS_NUM_THREADS": str(threads), "MINIGLUON_ADAPTIVE_THREADS": "0"}
-    proc = subprocess.Popen([python, os.path.abspath(__file__), "--worker", "--model", model,
-                             "--side", side, "--threads", str(threads)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    read_reply(proc)
-    return proc
-
-
 def bench_model(model, python, args):
     sides = SIDES if python else SIDES[:2]
-    procs = {s: start(python if s == "torch" else sys.executable, model, s, args.threads)
-             for s in sides}
-    rounds = {s: [] for s in sides}
-    try:
-        for _ in range(args.rounds):
-            for side, proc in procs.items():
-                proc.stdin.write(f"{STEPS[model]}\n")
-                proc.stdin.flush()
-                rounds[side].append(json.loads(read_reply(proc)))
-    finally:
-        for proc in procs.values():
-            end_process(proc)
-    return summarize(rounds)
+    procs = {s: start_worker(python if s == "torch" else sys.executable, __file__,
+                             ["--model", model, "--side", s], args.threads) for s in sides}
+    return summarize(take_turns(procs, STEPS[model], args.rounds))
 
 
 def summarize(rounds):
@@ -97,30 +75,13 @@ def summarize(rounds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default="lenet,cifar_resnet18")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--torch-python", default=None)
-    ap.add_argument("--worker", action="store_true", help="(internal)")
+    ap = models_parser(__doc__, "lenet,cifar_resnet18")
     ap.add_argument("--model", help="(worker only)")
     ap.add_argument("--side", choices=SIDES, help="(worker only)")
     args = ap.parse_args()
     if args.worker:
         return serve(args)
-    models = [m for m in args.models.split(",") if m]
-    unknown = [m for m in models if m not in STEPS]
-    if unknown:
-        sys.exit(f"small_step.py: unknown models {unknown}; choose from {sorted(STEPS)}")
-    if args.threads < 1 or args.rounds < 1:
-        sys.exit(f"small_step.py: --threads and --rounds must be at least 1, got "
-                 f"{args.threads} and {args.rounds}")
-    python, note = torch_python(args.torch_python)
-    load_before = os.getloadavg()[0]
-    results = {m: bench_model(m, python, args) for m in models}
-    report({"benchmark": "small_step", "threads": args.threads, "rounds": args.rounds,
-            "models": results, "loadavg_1min_before": round(load_before, 2),
-            "loadavg_1min_after": round(os.getloadavg()[0], 2), "note": note})
+    run_models("small_step", args, STEPS, bench_model)
 
 
 if __name__ == "__main__":

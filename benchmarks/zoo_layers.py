@@ -15,16 +15,14 @@ convolutions), shapes sorted by that loss:
     python benchmarks/zoo_layers.py --torch-python /tmp/tvenv/bin/python \
         [--models mobilenet_v2_1.0,densenet121] [--threads 1] [--rounds 3]
 """
-import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import end_process, read_reply, report, torch_python  # noqa: E402
+from harness import models_parser, run_models, start_worker, take_turns  # noqa: E402
 from zoo_models import SPECS  # noqa: E402
 
 CONV_MODELS = ("resnet18_v1", "resnet50_v1", "mobilenet_v2_1.0", "vgg11", "densenet121")
@@ -129,35 +127,14 @@ def serve(args):
               flush=True)
 
 
-def start(python, side, threads, shapes):
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads),
-           "OPENBLAS_NUM_THREADS": str(threads), "MINIGLUON_ADAPTIVE_THREADS": "0"}
-    proc = subprocess.Popen([python, os.path.abspath(__file__), "--worker", "--side", side,
-                             "--threads", str(threads)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    proc.stdin.write(json.dumps(shapes) + "\n")
-    proc.stdin.flush()
-    read_reply(proc)
-    return proc
-
-
 def bench_model(model, python, args):
     found = conv_shapes(model)
-    shapes = {key: shape for key, (shape, _) in found.items()}
+    shapes = json.dumps({key: shape for key, (shape, _) in found.items()})
     sides = ("minigluon", "torch") if python else ("minigluon",)
-    procs = {side: start(python if side == "torch" else sys.executable, side, args.threads,
-                         shapes) for side in sides}
-    rounds = {side: [] for side in sides}
-    try:
-        for _ in range(args.rounds):
-            for side, proc in procs.items():
-                proc.stdin.write("round\n")
-                proc.stdin.flush()
-                rounds[side].append(json.loads(read_reply(proc)))
-    finally:
-        for proc in procs.values():
-            end_process(proc)
-    return summarize(found, rounds)
+    procs = {side: start_worker(python if side == "torch" else sys.executable, __file__,
+                                ["--side", side], args.threads, first_line=shapes)
+             for side in sides}
+    return summarize(found, take_turns(procs, "round", args.rounds))
 
 
 def summarize(found, rounds):
@@ -180,29 +157,12 @@ def summarize(found, rounds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default="mobilenet_v2_1.0,densenet121")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--torch-python", default=None)
-    ap.add_argument("--worker", action="store_true", help="(internal)")
+    ap = models_parser(__doc__, "mobilenet_v2_1.0,densenet121")
     ap.add_argument("--side", choices=("minigluon", "torch"), help="(worker only)")
     args = ap.parse_args()
     if args.worker:
         return serve(args)
-    models = [m for m in args.models.split(",") if m]
-    unknown = [m for m in models if m not in CONV_MODELS]
-    if unknown:
-        sys.exit(f"zoo_layers.py: unknown models {unknown}; choose from {list(CONV_MODELS)}")
-    if args.threads < 1 or args.rounds < 1:
-        sys.exit(f"zoo_layers.py: --threads and --rounds must be at least 1, got "
-                 f"{args.threads} and {args.rounds}")
-    python, note = torch_python(args.torch_python)
-    load_before = os.getloadavg()[0]
-    results = {m: bench_model(m, python, args) for m in models}
-    report({"benchmark": "zoo_layers", "threads": args.threads, "rounds": args.rounds,
-            "models": results, "loadavg_1min_before": round(load_before, 2),
-            "loadavg_1min_after": round(os.getloadavg()[0], 2), "note": note})
+    run_models("zoo_layers", args, CONV_MODELS, bench_model)
 
 
 if __name__ == "__main__":

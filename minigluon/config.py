@@ -474,23 +474,21 @@ def kvstore_use_shm():
     return env_flag("MINIGLUON_KVSTORE_SHM", True)
 
 
-def ps_reply_window():
-    """MINIGLUON_PS_REPLY_WINDOW: withdrawn; 0 (unset) is the only value taken.
+def refuse_reply_window():
+    """MINIGLUON_PS_REPLY_WINDOW: removed; a ConfigError when set to anything but 0.
 
     It turned on a server-side queue that kept big pull replies beyond a window of
-    unwritten bytes and sent the highest priority first (kvstore/reply_queue.py). Run
-    beside 4 busy processes, a job with it on received a wrong value for a kept reply
-    (tests/kvstore/test_dist_reply_order.py: 150746944.0 where 0.0 was summed): a kept
-    reply's value changed or was freed before zmq wrote it. Until that race is found and
-    fixed the queue is not used; it also showed no faster step and cost the server
-    0.14-0.26 CPU s a ResNet-18 step (docs/overlap.md, "Priorities")."""
-    window = env_int("MINIGLUON_PS_REPLY_WINDOW", 0, minimum=0)
-    if window:
+    unwritten bytes and sent the highest priority first. Run beside 4 busy processes, a
+    job with it on received a wrong value for a kept reply (150746944.0 where 0.0 was
+    summed), a race never found; the queue also made no step faster and cost the server
+    0.14-0.26 CPU s a ResNet-18 step (docs/overlap.md, "Priorities"). It was removed, and
+    a job that still sets the variable is told so instead of silently running without."""
+    raw = os.environ.get("MINIGLUON_PS_REPLY_WINDOW", "").strip()
+    if raw not in ("", "0"):
         raise ConfigError(
-            f"MINIGLUON_PS_REPLY_WINDOW={window}: the server's reply queue is withdrawn "
-            "until a data race in it is fixed (a kept reply was seen with a wrong value "
-            "under load); unset MINIGLUON_PS_REPLY_WINDOW or set it to 0")
-    return window
+            f"MINIGLUON_PS_REPLY_WINDOW={raw}: the server's reply queue was removed (a kept "
+            "reply was seen with a wrong value under load); servers now send every reply as "
+            "soon as it is ready. Unset MINIGLUON_PS_REPLY_WINDOW")
 
 
 def storage_fallback_log_verbose():

@@ -743,9 +743,9 @@ class KVStoreDist(KVStore):
         per device). Until then `out` is untouched (the replies are kept as they come),
         so a caller decides when the new value becomes visible. A key has one pending
         pull at a time: a new one, and any other pull of the key, first completes it.
-        Of the replies a server has ready at once, those of higher `priority` leave first
-        (the Trainer gives parameter i priority -i: the first layers' weights, which the
-        next forward reads first, come back first; see reply_queue.py).
+        `priority` travels with the request (the Trainer gives parameter i priority -i);
+        servers send their replies as they become ready, whatever it is (the queue that
+        sent them by priority was removed: config.refuse_reply_window).
 
         >>> kv.push(3, grad); later = kv.pull_later(3, out=weight)   # ... more work ...
         >>> later.wait()                                             # weight is new now

@@ -13,10 +13,9 @@ row_sparse key takes pushes of rows (ids + values) and answers pulls of rows;
 server_rows.py says how.
 
 Pull replies are sent zero-copy from the stored array; a buffer that zmq may still be
-reading is never written: the server writes into a fresh one instead. (A queue that kept
-big replies beyond a window and sent the highest priority first, reply_queue.py, is
-withdrawn until a race in it is fixed: config.ps_reply_window.) Workers
-on the same host pass big arrays through shared memory (shm.py): the server reads a push in the
+reading is never written: the server writes into a fresh one instead; each reply goes to
+zmq as soon as it is ready (a queue that sent big ones by priority was removed:
+config.refuse_reply_window). Workers on the same host pass big arrays through shared memory (shm.py): the server reads a push in the
 worker's segment (and acknowledges it once read, so the worker may reuse the segment) and
 copies a pulled value into the worker's pull segment.
 
@@ -70,7 +69,6 @@ from . import safe_pickle
 from .postoffice import PostOffice
 from .handback import Handback
 from .replica import Replication, snapshot
-from .reply_queue import ReplyQueue
 from .server_rows import (Rows, RowsRefused, init_rows, merge_rows, read_rows, rows_as_dense,
                           take_rows, update_rows)
 from .shm import Segment
@@ -84,7 +82,7 @@ _ZERO_COPY_BYTES = 65536      # pyzmq copies smaller frames itself
 _PARK_SECONDS = 30.0          # how long a replacement's request may wait for WORKER_JOINED
 _PARK_LIMIT = 256             # requests kept waiting at most (strangers cannot fill memory)
 _CHORES_S = 0.05              # the serving loop's checks (parent, scheduler, parked) at most
-                              # this often: kept replies wake it every 1-8 ms
+                              # this often: a busy server's poll returns at every message
 
 
 class _Refused(Exception):
@@ -182,6 +180,7 @@ class KVServer:
     """
 
     def __init__(self, env):
+        config.refuse_reply_window()        # before any socket is opened
         self.po = PostOffice(env, self._on_message)
         self.van = self.po.van
         self.keys = {}                 # (store, key) -> _Key
@@ -211,9 +210,6 @@ class KVServer:
         if self.replication is not None:
             self.handback = self.replication.handback = Handback(self, self.replication)
         self.push_bytes = self.pull_bytes = 0     # payload bytes taken and sent, shm too
-        window = config.ps_reply_window()
-        self.replies = ReplyQueue(functools.partial(self.van.reply, track=True), window) \
-            if window else None            # 0: every reply to zmq at once, as it is ready
 
     @property
     def num_workers(self):
@@ -229,11 +225,8 @@ class KVServer:
             self.van.log.info("serving")
             chores = 0.0                   # when the checks below are due again
             while not self._done:
-                # kept replies leave as zmq writes the ones before them: look often then
-                look = self.replies.look_ms() if self.replies is not None else None
-                self.van.poll(200 if look is None else look)
-                self._flush_replies()
-                if time.monotonic() >= chores:     # not at every look at the replies
+                self.van.poll(200)
+                if time.monotonic() >= chores:     # not at every message
                     chores = time.monotonic() + _CHORES_S
                     self._chores()
             return 0
@@ -241,8 +234,6 @@ class KVServer:
             self.van.log.error("%s", str(err).removeprefix(f"{self.van.label} "))
             return 1
         finally:
-            if self.replies is not None:
-                self.replies.drain()
             self._complaints.flush()
             self.po.close()
 
@@ -279,21 +270,12 @@ class KVServer:
             self._replicate_in(source, msg)
             return
         self.dispatch(source, msg)
-        self._flush_replies()         # the replies this request made ready, by priority
-
-    def _flush_replies(self):
-        if self.replies is not None:
-            self.replies.flush()
 
     def _reply(self, identity, reply, nbytes, holder=None):
-        """Send a pull's reply of `nbytes` payload bytes. A big one (sent zero-copy) waits
-        in the reply queue when there is one; when its payload is the value of `holder`
-        (a _Key), the key tracks it until zmq has written it."""
+        """Send a pull's reply of `nbytes` payload bytes. When a big one (sent zero-copy)
+        carries the value of `holder` (a _Key), the key tracks it until zmq has written it."""
         big = nbytes >= _ZERO_COPY_BYTES
-        if big and self.replies is not None:
-            sending = self.replies.put(identity, reply, nbytes)
-        else:
-            sending = self.van.reply(identity, reply, track=big and holder is not None)
+        sending = self.van.reply(identity, reply, track=big and holder is not None)
         if big and holder is not None:
             holder.trackers.append(sending)
 
@@ -502,6 +484,10 @@ class KVServer:
 
     # ---- init -------------------------------------------------------------------------
     def _init(self, identity, msg):
+        if msg.flags & Flag.COMPRESSED_2BIT:    # its codes would become the key's value
+            raise _Refused(f"init of key {msg.key!r}: the INIT carries 2-bit codes (flag "
+                           "COMPRESSED_2BIT); a key starts from its full value and only "
+                           "pushes are compressed: send the INIT without the flag")
         found = self._find(msg.store, msg.key, msg.offset)
         if found is not None and (identity in self._replacements or found.owner is not None):
             self._ack(identity, msg)          # the lost worker 0 (or server) had it: kept

@@ -208,7 +208,7 @@ class Message:
         self.offset = offset
         self.length = length
         self.threshold = threshold
-        self.priority = priority      # a PULL's: higher is answered first (reply_queue.py)
+        self.priority = priority      # a PULL's, as asked; servers do not order by it
         self.payload = list(payload)
 
     def __repr__(self):

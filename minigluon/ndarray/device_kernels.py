@@ -1,9 +1,10 @@
-"""When a layer operator runs on minigluon_ext's CUDA kernels: `device_kernels(xp, *arrays)`.
+"""When an operator runs on minigluon_ext's CUDA kernels: `device_kernels(xp, *arrays)`.
 
-Convolution, Pooling, relu and BatchNorm ask this once per call. A `gpu.Kernels` answer
-means: run the device path (conv_device, pool_device, the kernels' relu and BatchNorm maps)
-with it; None means the host or NumPy/CuPy path. Only CuPy arrays get an answer: simulated
-GPUs (MINIGLUON_SIMULATED_GPUS) hold NumPy arrays and keep the host path.
+Convolution, Pooling, relu and BatchNorm ask this once per call, and so do the optimizers'
+steps (with the weight). A `gpu.Kernels` answer means: run the device path (conv_device,
+pool_device, the kernels' relu and BatchNorm maps, device_update) with it; None means the
+host or NumPy/CuPy path. Only CuPy arrays get an answer: simulated GPUs
+(MINIGLUON_SIMULATED_GPUS) hold NumPy arrays and keep the host path.
 
 The device paths take the kernels and the array module as arguments, so a test that sets
 `_STAND_IN` to `gpu.Kernels(cuda_on_cpu.CpuBackend())` (the same CUDA sources compiled for

@@ -2,28 +2,20 @@
 five to ten elementwise passes (and temporaries) of the NumPy-style lines on CuPy arrays.
 
 Each function takes the `Kernels` to run on, so the tests run this very path with the
-CUDA sources compiled for the CPU (tests/ext/cuda_on_cpu.py) on NumPy arrays; on a GPU the
-caller passes `kernels_for(xp)`. Each returns False (or None) when there are no kernels
-(NumPy arrays) or the arrays do not fit them (float16, non-contiguous, mixed dtypes): the
+CUDA sources compiled for the CPU (tests/ext/cuda_on_cpu.py) on NumPy arrays; the caller
+passes `device_kernels(xp, weight)` (device_kernels.py, which picks the layers' kernels
+too). Each returns False (or None) when there are no kernels (NumPy arrays, unless a test
+set a stand-in) or the arrays do not fit them (float16, non-contiguous, mixed dtypes): the
 caller then runs its NumPy-style lines, which are right on CuPy arrays too, only slower.
 The kernels give the bits of those lines (cuda_src/update.cu).
 
->>> if sgd_step(kernels_for(xp), w, g, mom, lr, wd, 0.9, 1.0, None):   # None: NumPy arrays
+>>> if sgd_step(device_kernels(xp, w), w, g, mom, lr, wd, 0.9, 1.0, None):
 ...     return                          # done by the kernel; else the NumPy-style lines
 """
-import numpy as np
-
 import minigluon_ext as ext
-from minigluon_ext import gpu
 
-__all__ = ["kernels_for", "fits", "sgd_step", "sgd_scaled_step", "sgd_mom_step", "adam_step",
+__all__ = ["fits", "sgd_step", "sgd_scaled_step", "sgd_mom_step", "adam_step",
            "nag_step", "sgd_op", "adam_op", "nag_op"]
-
-
-def kernels_for(xp):
-    """minigluon_ext.gpu's kernels for CuPy arrays; None for NumPy ones (also those of the
-    simulated GPUs, MINIGLUON_SIMULATED_GPUS), which take the host path."""
-    return None if xp is np else gpu.kernels()
 
 
 def fits(kernels, weight, *others):

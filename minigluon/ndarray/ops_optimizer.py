@@ -9,6 +9,7 @@ weight decay before clipping, signsgd ignores rescale_grad and clip_gradient and
 weight multiplicatively, as MXNet's kernels do."""
 from ..base import MXNetError, ShapeError
 from . import device_update
+from .device_kernels import device_kernels
 from .registry import register
 
 
@@ -42,7 +43,7 @@ def sgd_update(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.
                lazy_update=True):
     """weight - lr * g."""
     _check("sgd_update", weight, grad)
-    new = device_update.sgd_op(device_update.kernels_for(xp), weight, grad, None, lr, 0.0,
+    new = device_update.sgd_op(device_kernels(xp, weight), weight, grad, None, lr, 0.0,
                                wd, rescale_grad, clip_gradient)
     if new is not None:
         return new, None
@@ -54,7 +55,7 @@ def sgd_mom_update(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad
                    clip_gradient=-1.0, lazy_update=True):
     """mom = momentum * mom - lr * g (in place); returns weight + mom."""
     _check("sgd_mom_update", weight, grad, mom)
-    new = device_update.sgd_op(device_update.kernels_for(xp), weight, grad, mom, lr,
+    new = device_update.sgd_op(device_kernels(xp, weight), weight, grad, mom, lr,
                                momentum, wd, rescale_grad, clip_gradient)
     if new is not None:
         return new, None
@@ -69,7 +70,7 @@ def nag_mom_update(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad
     """Nesterov momentum: mom = momentum * mom - lr * g (in place); returns
     weight + momentum * mom - lr * g (the step taken from the look-ahead point)."""
     _check("nag_mom_update", weight, grad, mom)
-    new = device_update.nag_op(device_update.kernels_for(xp), weight, grad, mom, lr,
+    new = device_update.nag_op(device_kernels(xp, weight), weight, grad, mom, lr,
                                momentum, wd, rescale_grad, clip_gradient)
     if new is not None:
         return new, None
@@ -104,7 +105,7 @@ def adam_update(xp, weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon
     returns weight - lr * mean / (sqrt(var) + epsilon) (no bias correction: the caller
     folds it into lr, as MXNet's Adam does)."""
     _check("adam_update", weight, grad, mean, var)
-    new = device_update.adam_op(device_update.kernels_for(xp), weight, grad, mean, var, lr,
+    new = device_update.adam_op(device_kernels(xp, weight), weight, grad, mean, var, lr,
                                 beta1, beta2, epsilon, wd, rescale_grad, clip_gradient)
     if new is not None:
         return new, None

@@ -11,6 +11,7 @@ formula is written once. A negative `clip_gradient` (the default, -1) turns clip
 """
 from ..base import MXNetError
 from . import device_update
+from .device_kernels import device_kernels
 from .registry import register
 
 __all__ = ["clip_grad", "sgd_step", "sgd_mom_step", "nag_mom_step", "signsgd_step",
@@ -33,7 +34,7 @@ def _check_lr(op, lr):
 # ---- the rules on raw arrays (each updates weight and state in place) -----------------
 def sgd_step(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0):
     """weight = (1 - lr * wd) * weight - lr * clip(rescale_grad * grad)."""
-    kernels = device_update.kernels_for(xp)
+    kernels = device_kernels(xp, weight)
     if kernels is not None and device_update.sgd_scaled_step(kernels, weight, grad, lr, wd,
                                                              rescale_grad, clip_gradient):
         return
@@ -45,7 +46,7 @@ def sgd_step(xp, weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0)
 def sgd_mom_step(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
                  clip_gradient=-1.0):
     """mom = momentum * mom - lr * (wd * weight + g); weight += mom."""
-    kernels = device_update.kernels_for(xp)
+    kernels = device_kernels(xp, weight)
     if kernels is not None and device_update.sgd_mom_step(kernels, weight, grad, mom, lr,
                                                           momentum, wd, rescale_grad,
                                                           clip_gradient):
@@ -60,7 +61,7 @@ def nag_mom_step(xp, weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1
                  clip_gradient=-1.0):
     """Nesterov, with gw = clip(rescale_grad * grad) + wd * w:
     mom = momentum * mom - lr * gw; w += momentum * mom - lr * gw."""
-    kernels = device_update.kernels_for(xp)
+    kernels = device_kernels(xp, weight)
     if kernels is not None and device_update.nag_step(kernels, weight, grad, mom, lr, momentum,
                                                       wd, rescale_grad, clip_gradient):
         return

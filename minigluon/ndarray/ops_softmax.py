@@ -36,12 +36,6 @@ def _rows_like(dy, rows):
     return np.ascontiguousarray(dy, dtype=rows.dtype).reshape(rows.shape)
 
 
-def _softmax_core(xp, data, axis, temperature):
-    z = data / temperature if temperature not in (None, 1, 1.0) else data
-    z = z - z.max(axis=axis, keepdims=True)
-    return z
-
-
 def _on_rows(data, rows, log):
     """softmax (log: log_softmax) of `rows` by the kernels, and its backward."""
     out = ext.softmax_forward(rows, log=log)
@@ -51,20 +45,39 @@ def _on_rows(data, rows, log):
     return out.reshape(data.shape), backward
 
 
-@register("softmax")
-def softmax(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
-    """exp(x) / sum(exp(x)) along `axis`, computed stably."""
-    ax = norm_axis("softmax", axis, data.ndim)[0]
-    rows = _kernel_rows(xp, data, ax, temperature)
-    if rows is not None:
-        return _on_rows(data, rows, log=False)
-    e = xp.exp(_softmax_core(xp, data, axis, temperature))
+def _by_formula(xp, data, axis, temperature, log):
+    """softmax (log: log_softmax) along `axis` by the formulas, and its backward."""
+    t = temperature if temperature not in (None, 1, 1.0) else 1.0
+    z = data / t if t != 1.0 else data
+    z = z - z.max(axis=axis, keepdims=True)
+    if log:          # no log of a softmax that may have rounded to 0
+        out = z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
+
+        def backward(dy):
+            return ((dy - xp.exp(out) * dy.sum(axis=axis, keepdims=True)) / t,)
+        return out, backward
+    e = xp.exp(z)
     out = e / e.sum(axis=axis, keepdims=True)
-    t = temperature or 1.0
 
     def backward(dy):
         return ((dy - (dy * out).sum(axis=axis, keepdims=True)) * out / t,)
     return out, backward
+
+
+def _softmax(name, xp, data, axis, temperature, log):
+    """`name` (softmax, log: log_softmax) along `axis`: the row kernels where they apply,
+    else the formulas."""
+    ax = norm_axis(name, axis, data.ndim)[0]
+    rows = _kernel_rows(xp, data, ax, temperature)
+    if rows is not None:
+        return _on_rows(data, rows, log)
+    return _by_formula(xp, data, axis, temperature, log)
+
+
+@register("softmax")
+def softmax(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
+    """exp(x) / sum(exp(x)) along `axis`, computed stably."""
+    return _softmax("softmax", xp, data, axis, temperature, log=False)
 
 
 @register("softmin")
@@ -77,17 +90,7 @@ def softmin(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
 @register("log_softmax")
 def log_softmax(xp, data, axis=-1, temperature=None, dtype=None, use_length=False):
     """log(softmax(x)) along `axis`, without the loss of precision of taking the log after."""
-    ax = norm_axis("log_softmax", axis, data.ndim)[0]
-    rows = _kernel_rows(xp, data, ax, temperature)
-    if rows is not None:
-        return _on_rows(data, rows, log=True)
-    z = _softmax_core(xp, data, axis, temperature)
-    out = z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
-    t = temperature or 1.0
-
-    def backward(dy):
-        return ((dy - xp.exp(out) * dy.sum(axis=axis, keepdims=True)) / t,)
-    return out, backward
+    return _softmax("log_softmax", xp, data, axis, temperature, log=True)
 
 
 def _class_index(xp, data, label):

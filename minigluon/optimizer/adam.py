@@ -6,6 +6,7 @@ import numpy as np
 import minigluon_ext as ext
 
 from ..ndarray import device_update
+from ..ndarray.device_kernels import device_kernels
 from .optimizer import Optimizer, check_range, register, lazy_storage
 
 __all__ = ["Adam"]
@@ -75,7 +76,7 @@ class Adam(Optimizer):
     def _step(self, xp, index, weight, grad, state, lr, wd):
         lr = self._bias_corrected(index, lr)
         mean, var = state
-        kernels = device_update.kernels_for(xp)        # None for NumPy arrays: one test
+        kernels = device_kernels(xp, weight)           # None for NumPy arrays: one test
         if kernels is not None and self._step_on_device(kernels, weight, grad, state, lr, wd):
             return
         g = self._rescaled_decayed(xp, grad, weight, wd)

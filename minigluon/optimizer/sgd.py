@@ -4,6 +4,7 @@ import numpy as np
 import minigluon_ext as ext
 
 from ..ndarray import device_update
+from ..ndarray.device_kernels import device_kernels
 from .optimizer import Optimizer, check_range, register, lazy_storage
 
 __all__ = ["SGD"]
@@ -60,7 +61,7 @@ class SGD(Optimizer):
         return True
 
     def _step(self, xp, index, weight, grad, state, lr, wd):
-        kernels = device_update.kernels_for(xp)        # None for NumPy arrays: one test
+        kernels = device_kernels(xp, weight)           # None for NumPy arrays: one test
         if kernels is not None and self._step_on_device(kernels, weight, grad, state, lr, wd):
             return
         if _one_pass(xp, weight, grad, state):

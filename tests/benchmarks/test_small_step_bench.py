@@ -27,3 +27,12 @@ def test_an_unknown_model_is_named_with_the_choices():
         capture_output=True, text=True, env=ENV, timeout=60)
     assert proc.returncode != 0
     assert "vgg99" in proc.stderr and "cifar_resnet18" in proc.stderr
+
+
+def test_a_round_count_below_one_is_named_before_any_worker_starts():
+    proc = subprocess.run(
+        [sys.executable, os.path.join(BENCH, "small_step.py"), "--models", "lenet",
+         "--rounds", "0"], capture_output=True, text=True, env=ENV, timeout=60)
+    assert proc.returncode != 0
+    assert "small_step.py: --threads and --rounds must be at least 1, got 1 and 0" in \
+        proc.stderr, proc.stderr

@@ -1,9 +1,10 @@
 """The optimizers and the nd.* update operators on the GPU path (ndarray/device_update.py),
 run here with the CUDA sources compiled for the CPU: the same bits as their host path.
 
-`device_update.kernels_for(xp)` is the one line that picks the path (CUDA kernels for CuPy
-arrays, none for NumPy ones). These tests make it hand the CPU build of the kernels to
-NumPy arrays, so everything after that line (the optimizers' `_step`, the multi-precision
+`device_kernels(xp, weight)` (ndarray/device_kernels.py, the layers' picker too) is the
+one line that picks the path (CUDA kernels for CuPy arrays, none for NumPy ones). These
+tests give it the CPU build of the kernels as its stand-in for NumPy arrays, so
+everything after that line (the optimizers' `_step`, the multi-precision
 master step, the operators, the argument passing) runs as it would on a GPU, and compare
 with a run that takes the host path. The launches recorded by the backend show which
 path ran.
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 import minigluon as mx
+from minigluon.ndarray import device_kernels as device_module
 from minigluon.ndarray import device_update
 from minigluon_ext import gpu
 
@@ -33,7 +35,7 @@ def kernels():
 def device_path(kernels, monkeypatch):
     """Route NumPy arrays through the GPU path (the CPU build of the kernels); returns the
     list the launches are recorded in."""
-    monkeypatch.setattr(device_update, "kernels_for", lambda xp: kernels)
+    monkeypatch.setattr(device_module, "_STAND_IN", kernels)
     kernels.backend.launches.clear()
     return kernels.backend.launches
 
@@ -79,7 +81,7 @@ CASES = [
 @pytest.mark.parametrize("name,kwargs", CASES)
 @needs_gpu
 def test_an_optimizer_on_a_real_gpu_gives_the_host_bits(dtype, name, kwargs):
-    # the one line left for a GPU: kernels_for(cupy) and CuPy's launches of update.cu
+    # the one line left for a GPU: device_kernels(cupy, ...) and CuPy's launches of update.cu
     w0, grads = params(dtype)
     on_gpu = train(name, dtype, kwargs, grads, w0, ctx=mx.gpu(0))
     on_host = train(name, dtype, kwargs, grads, w0, ctx=mx.cpu())
@@ -191,6 +193,6 @@ def test_clip_gradient_zero_keeps_the_numpy_lines(device_path):
 
 def test_numpy_arrays_take_the_host_path():
     # also the simulated GPUs (MINIGLUON_SIMULATED_GPUS): their arrays are NumPy's
-    assert device_update.kernels_for(np) is None
+    assert device_module.device_kernels(np, np.zeros(3, np.float32)) is None
     assert not device_update.sgd_step(None, np.zeros(3), np.zeros(3), None, 0.1, 0.0, 0.0,
                                       1.0, None)

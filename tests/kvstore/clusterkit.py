@@ -1,5 +1,6 @@
-"""Fault injection on real clusters, shared by the liveness tests and the chaos matrix
-(tests/chaos).
+"""What several real-cluster tests share: fault injection (the liveness tests and the chaos
+matrix, tests/chaos), and the job that trains with buckets on and off
+(`buckets_on_and_off`: test_dist_buckets, test_dist_compression).
 
 `ChaosJob` runs the roles like `run_job` (test_dist_cluster.py), but with output in files
 and each process's exit time taken by polling, so a test can inject a fault by PID at a
@@ -163,3 +164,68 @@ def inject(job, pid, how):
         job.stopped.add(pid)
     os.kill(pid, signal.SIGKILL if how == "kill" else signal.SIGSTOP)
     return time.monotonic()
+
+
+BUCKETS_ON_AND_OFF = """
+import hashlib, os
+# two Trainers on two stores of the job, buckets on and off, the same hybridized LeNet, its
+# compression_params COMPRESSION: every small gradient (below 64 KiB) of this net goes in
+# buckets with them on. Each run reports its weights' digest and, from its second step on
+# (the store exists then), the (keys, phase) of every bucket pushed.
+from minigluon.gluon.model_zoo import vision
+
+def train(buckets):
+    os.environ['MINIGLUON_OVERLAP_SMALL_BYTES'] = '65536' if buckets else '0'
+    mx.random.seed(0)
+    net = vision.lenet(classes=10)
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    net(nd.zeros((2, 1, 28, 28)))
+    trainer = gluon.Trainer(net.collect_params(), 'sgd',
+                            {'learning_rate': 0.1, 'momentum': 0.9}, kvstore='dist_sync',
+                            compression_params=COMPRESSION)
+    sent, phase = [], ['']
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    for t in range(STEPS):
+        if t == 1:
+            kv = trainer._kvstore
+            push_bucket = kv.push_bucket
+            kv.push_bucket = lambda items: (sent.append((len(items), phase[0])),
+                                            push_bucket(items))[1]
+        rng = np.random.RandomState(10 * t + kv_rank)
+        x = nd.array(rng.randn(4, 1, 28, 28).astype(np.float32))
+        y = nd.array(rng.randint(0, 10, 4).astype(np.float32))
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        phase[0] = 'backward'
+        loss.backward()
+        phase[0] = 'step'
+        trainer.step(8)
+    digest = hashlib.sha256()
+    for p in net.collect_params().values():
+        digest.update(p.data().asnumpy().tobytes())
+    return digest.hexdigest(), sent
+
+kv_rank = mx.kv.create('dist_sync').rank       # store 0: only to learn the rank
+on, off = train(True), train(False)
+report(on=on, off=off)
+"""
+LENET_SMALL_GRADS = 6      # LeNet's gradients below 64 KiB: 6 of its 8
+
+
+def buckets_on_and_off(steps, compression=None):
+    """The worker code of a 2-worker job training LeNet `steps` steps twice, buckets on and
+    off (with `compression`, a Trainer's compression_params); its RESULT is
+    {"on": [digest, buckets], "off": ...}, each bucket [keys, phase]."""
+    return f"STEPS = {steps}\nCOMPRESSION = {compression!r}\n" + BUCKETS_ON_AND_OFF
+
+
+def assert_buckets_change_nothing(results, steps):
+    """Both workers end with the same weights, buckets on and off, and with them on every
+    small gradient of each step after the first went in a bucket (none with them off)."""
+    for res in results:
+        (on_digest, on_sent), (off_digest, off_sent) = res["on"], res["off"]
+        assert on_digest == off_digest
+        assert off_sent == [], off_sent
+        assert sum(n for n, _ in on_sent) == (steps - 1) * LENET_SMALL_GRADS, on_sent
+    assert results[0]["on"][0] == results[1]["on"][0]

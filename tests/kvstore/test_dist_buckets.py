@@ -4,6 +4,7 @@ an optimizer, bit-identical weights with one), every key counting its own rounds
 bucket (a key never initialized, a wrong shape, a key twice) is refused whole with an
 error naming the key, and the server goes on serving. And push_nowait, the overlap's
 push that does not wait for a zero-copy send."""
+from clusterkit import assert_buckets_change_nothing, buckets_on_and_off
 from test_dist_cluster import run_job
 
 ROUND_TRIP = """
@@ -65,59 +66,13 @@ def test_bucketed_pushes_and_pulls_equal_key_by_key_ones(tmp_path):
     assert sorted(k for ks in results[0]["groups"].values() for k in ks) == list(range(6))
 
 
-TRAINED = """
-import hashlib, os
-# two Trainers on two stores of the job, buckets on and off, the same hybridized net:
-# every small gradient (below 64 KiB) of this net goes in buckets with them on
-from minigluon.gluon.model_zoo import vision
-
-def train(buckets):
-    os.environ['MINIGLUON_OVERLAP_SMALL_BYTES'] = '65536' if buckets else '0'
-    mx.random.seed(0)
-    net = vision.lenet(classes=10)
-    net.initialize(mx.init.Xavier())
-    net.hybridize()
-    net(nd.zeros((2, 1, 28, 28)))
-    trainer = gluon.Trainer(net.collect_params(), 'sgd',
-                            {'learning_rate': 0.1, 'momentum': 0.9}, kvstore='dist_sync')
-    sent, phase = [], ['']
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    for t in range(4):
-        if t == 1:        # the store exists: count the keys each bucket carries
-            kv = trainer._kvstore
-            push_bucket = kv.push_bucket
-            kv.push_bucket = lambda items: (sent.append((len(items), phase[0])),
-                                            push_bucket(items))[1]
-        rng = np.random.RandomState(10 * t + kv_rank)
-        x = nd.array(rng.randn(4, 1, 28, 28).astype(np.float32))
-        y = nd.array(rng.randint(0, 10, 4).astype(np.float32))
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        phase[0] = 'backward'
-        loss.backward()
-        phase[0] = 'step'
-        trainer.step(8)
-    digest = hashlib.sha256()
-    for p in net.collect_params().values():
-        digest.update(p.data().asnumpy().tobytes())
-    return digest.hexdigest(), sent
-
-kv_rank = mx.kv.create('dist_sync').rank       # store 0: only to learn the rank
-on, off = train(True), train(False)
-report(on=on, off=off)
-"""
-
-
 def test_trainer_parameters_are_bit_identical_with_buckets_on_and_off(tmp_path):
-    results, _ = run_job(tmp_path, TRAINED, workers=2, servers=2)
+    results, _ = run_job(tmp_path, buckets_on_and_off(steps=4), workers=2, servers=2)
+    assert_buckets_change_nothing(results, steps=4)
     for res in results:
-        (on_digest, on_sent), (off_digest, off_sent) = res["on"], res["off"]
-        assert on_digest == off_digest
-        # LeNet: 6 of its 8 gradients are small; per step one bucket per server, sent
-        # from backward (once every parameter is final), not left to step
-        assert off_sent == [] and sum(n for n, _ in on_sent) == 3 * 6, on_sent
-        assert {when for _, when in on_sent} == {"backward"}, on_sent
-    assert results[0]["on"][0] == results[1]["on"][0]
+        # per step one bucket per server, sent from backward (once every parameter is
+        # final), not left to step
+        assert {when for _, when in res["on"][1]} == {"backward"}, res["on"][1]
 
 
 BAD = """

@@ -3,6 +3,7 @@
 exactly, for small and split big keys, float32 and float16."""
 import pytest
 
+from clusterkit import assert_buckets_change_nothing, buckets_on_and_off
 from test_dist_cluster import run_job
 
 TWO_BIT = """
@@ -114,51 +115,8 @@ def test_a_merged_round_comes_back_as_codes_and_weights_as_floats(tmp_path):
         assert 4 * n <= w_bytes < 4 * n + 1000, w_bytes
 
 
-BUCKETED = """
-import hashlib, os
-# 2-bit codes ride in buckets: a bucket's codes are those each key would send alone, so
-# two Trainers with compression, buckets on and off, end with the same weights
-from minigluon.gluon.model_zoo import vision
-
-def train(buckets):
-    os.environ['MINIGLUON_OVERLAP_SMALL_BYTES'] = '65536' if buckets else '0'
-    mx.random.seed(0)
-    net = vision.lenet(classes=10)
-    net.initialize(mx.init.Xavier())
-    net.hybridize()
-    net(nd.zeros((2, 1, 28, 28)))
-    trainer = gluon.Trainer(net.collect_params(), 'sgd',
-                            {'learning_rate': 0.1, 'momentum': 0.9}, kvstore='dist_sync',
-                            compression_params={'type': '2bit', 'threshold': 0.01})
-    sent = []
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    for t in range(3):
-        if t == 1:        # the store exists: count the keys each bucket carries
-            kv = trainer._kvstore
-            push_bucket = kv.push_bucket
-            kv.push_bucket = lambda items: (sent.append(len(items)), push_bucket(items))[1]
-        rng = np.random.RandomState(10 * t + kv_rank)
-        x = nd.array(rng.randn(4, 1, 28, 28).astype(np.float32))
-        y = nd.array(rng.randint(0, 10, 4).astype(np.float32))
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
-        trainer.step(8)
-    digest = hashlib.sha256()
-    for p in net.collect_params().values():
-        digest.update(p.data().asnumpy().tobytes())
-    return digest.hexdigest(), sent
-
-kv_rank = mx.kv.create('dist_sync').rank       # store 0: only to learn the rank
-on, off = train(True), train(False)
-report(on=on, off=off)
-"""
-
-
 def test_two_bit_codes_in_buckets_give_the_weights_of_pushes_alone(tmp_path):
-    results, _ = run_job(tmp_path, BUCKETED, workers=2, servers=2)
-    for res in results:
-        (on_digest, on_sent), (off_digest, off_sent) = res["on"], res["off"]
-        assert on_digest == off_digest
-        assert off_sent == [] and sum(on_sent) == 2 * 6, on_sent   # LeNet: 6 small grads
-    assert results[0]["on"][0] == results[1]["on"][0]
+    # 2-bit codes ride in buckets: a bucket's codes are those each key would send alone
+    code = buckets_on_and_off(steps=3, compression={"type": "2bit", "threshold": 0.01})
+    results, _ = run_job(tmp_path, code, workers=2, servers=2)
+    assert_buckets_change_nothing(results, steps=3)

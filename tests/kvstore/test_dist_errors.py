@@ -122,3 +122,37 @@ def test_servers_and_scheduler_survive_garbage(tmp_path):
     assert "unknown command 99" in server_log and "unknown dtype code 77" in server_log
     assert "payload of 13 bytes, expected 16" in server_log
     assert sched_log.count("dropped a malformed message") >= 14
+
+
+INIT_OF_CODES = """
+from minigluon.kvstore.postoffice import server_name
+from minigluon.kvstore.wire import Cmd, Flag, Message
+
+kv = mx.kv.create('dist_sync')
+van = kv._van
+# a well-formed INIT of 2-bit codes (10 values: one uint32 word), as only a push may carry
+bad = Message(Cmd.INIT, key=5, store=kv._store, flags=kv._flags | Flag.COMPRESSED_2BIT,
+              dtype=np.float32, shape=(10,), offset=0, length=10, threshold=0.5,
+              payload=[np.full(1, 0x55555555, np.uint32)])
+try:
+    van.wait([van.request(server_name(0), bad, 'an init of 2-bit codes')])
+    error = None
+except mx.kv.KVStoreError as err:
+    error = str(err)
+# the server goes on serving, and kept nothing of the refused init: key 5 starts now
+kv.init(5, nd.full((10,), 2))
+kv.push(5, nd.ones((10,)))
+out = nd.zeros((10,))
+kv.pull(5, out=out)
+report(error=error, out=out.asnumpy().tolist())
+"""
+
+
+def test_an_init_of_2bit_codes_is_refused_naming_the_key_and_the_server_goes_on(tmp_path):
+    results, outputs = run_job(tmp_path, INIT_OF_CODES, workers=1, servers=1)
+    error = results[0]["error"]
+    assert error is not None, "the server took an INIT of 2-bit codes"
+    assert "init of key 5: the INIT carries 2-bit codes (flag COMPRESSED_2BIT)" in error
+    assert "send the INIT without the flag" in error
+    assert results[0]["out"] == [1.0] * 10                 # the push's sum, one worker
+    assert outputs["server0"][0] == 0

@@ -1,19 +1,22 @@
-"""Pull replies a server has ready at once leave highest priority first, on a real job.
+"""Pull replies a server has ready at once leave in the order they became ready, whatever
+their priority, on a real job.
 
 Worker 0 pushes 8 keys of 400 KB (over TCP: no shared memory) and asks for their new
 values with priorities 0..7 (lowest first, as a Trainer's later layers ask first); the
 round of every key completes in one request, worker 1's bucket of all 8 pushes. Worker
 0's log (PS_VERBOSE=2) shows the replies in the order they came off its socket: in the
 bucket's order. The server's reply queue (MINIGLUON_PS_REPLY_WINDOW), which sent them by
-priority, is withdrawn: beside 4 busy processes its run of this job received a wrong value
-for a kept reply (150746944.0 where 0.0 was summed), a race not found yet (issue 20);
-setting the variable is now an error."""
+priority, was removed: beside 4 busy processes its run of this job received a wrong value
+for a kept reply (150746944.0 where 0.0 was summed), a race never found (issue 20);
+setting the variable is an error that says so."""
 import re
+import subprocess
+import sys
 
 import pytest
 
 from minigluon import config
-from test_dist_cluster import run_job
+from test_dist_cluster import base_env, free_port, run_job
 
 KEYS = 8
 ORDER = """
@@ -36,12 +39,28 @@ else:
 """
 
 
-def test_the_reply_window_is_refused_until_its_race_is_fixed(monkeypatch):
+def test_the_removed_reply_window_is_refused_naming_it(monkeypatch):
     monkeypatch.setenv("MINIGLUON_PS_REPLY_WINDOW", "2097152")
-    with pytest.raises(config.ConfigError, match="reply queue is withdrawn"):
-        config.ps_reply_window()
+    with pytest.raises(config.ConfigError, match="MINIGLUON_PS_REPLY_WINDOW=2097152: the "
+                                                 "server's reply queue was removed"):
+        config.refuse_reply_window()
     monkeypatch.setenv("MINIGLUON_PS_REPLY_WINDOW", "0")
-    assert config.ps_reply_window() == 0
+    config.refuse_reply_window()
+    monkeypatch.delenv("MINIGLUON_PS_REPLY_WINDOW")
+    config.refuse_reply_window()
+
+
+def test_a_server_started_with_the_reply_window_exits_saying_to_unset_it():
+    # a real server process: it refuses before opening a socket, so no scheduler is needed
+    env = base_env({"DMLC_ROLE": "server", "DMLC_PS_ROOT_URI": "127.0.0.1",
+                    "DMLC_PS_ROOT_PORT": str(free_port()), "DMLC_NUM_SERVER": "1",
+                    "DMLC_NUM_WORKER": "1", "MINIGLUON_PS_REPLY_WINDOW": "65536"})
+    proc = subprocess.run([sys.executable, "-c", "import minigluon"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "MINIGLUON_PS_REPLY_WINDOW=65536: the server's reply queue was removed" in \
+        proc.stderr, proc.stderr
+    assert "Unset MINIGLUON_PS_REPLY_WINDOW" in proc.stderr
 
 
 def test_replies_ready_at_once_leave_in_the_order_they_became_ready(tmp_path):

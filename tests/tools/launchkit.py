@@ -1,5 +1,6 @@
 """What the launcher tests share: a launch owned by PID, the stub every role can run, an
-sshd on 127.0.0.1 and a stand-in srun (the fixtures are in conftest.py)."""
+sshd on 127.0.0.1, a stand-in srun (the fixtures are in conftest.py), and the final
+parameters of restart_train.py's jobs, which a job that survived a fault must match."""
 import json
 import os
 import shutil
@@ -9,11 +10,13 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import psutil
 import pytest
 
 PY = sys.executable
 LAUNCH = [PY, "-m", "minigluon.tools.launch"]
+RESTART_TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "restart_train.py")
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
 STUB = r'''
@@ -82,6 +85,30 @@ def run_clean(args, tmp_path_factory, name, timeout=60):
     finally:
         run.kill()
     return run
+
+
+def params(folder, rank):
+    """{name: array} of the final parameters restart_train.py's worker `rank` wrote."""
+    with np.load(folder / f"params-{rank}.npz") as found:
+        return dict(found)
+
+
+def fault_free_params(tmp_path_factory, *train_args):
+    """Worker 0's final parameters of restart_train.py (with `train_args`) run by the local
+    launcher as 2 workers and 2 servers, without a fault, in a fresh folder."""
+    run = run_clean(lambda folder: ["-n", 2, "-s", 2, PY, RESTART_TRAIN, "--out", folder,
+                                    *train_args], tmp_path_factory, "fault_free", timeout=90)
+    return params(run.cwd, 0)
+
+
+def assert_bit_identical(folder, want, run, ranks=(0, 1)):
+    """Each worker of `ranks` ended (params-<rank>.npz in `folder`) with `want`, bit for
+    bit; a failure names the worker, the parameter and shows `run`'s output."""
+    for rank in ranks:
+        got = params(folder, rank)
+        for name, value in want.items():
+            assert np.array_equal(got[name], value), \
+                f"worker {rank}: {name} differs\n{run.text()}"
 
 
 class Launch:

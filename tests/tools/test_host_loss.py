@@ -12,7 +12,6 @@ import os
 import signal
 import time
 
-import numpy as np
 import psutil
 import pytest
 
@@ -22,11 +21,12 @@ from minigluon.tools.hosts import Host
 from minigluon.tools.job import Job
 from minigluon.tools.launchers import ssh
 
-from launchkit import PY, Launch, clean_env, free_port, role_pid
+from launchkit import (PY, RESTART_TRAIN, Launch, assert_bit_identical, clean_env,
+                       fault_free_params, free_port, role_pid)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SCRIPT = os.path.join(HERE, "restart_train.py")
+SCRIPT = RESTART_TRAIN
 HEARTBEAT = {"PS_HEARTBEAT_INTERVAL": "0.2", "PS_HEARTBEAT_TIMEOUT": "1.5"}
 
 
@@ -93,16 +93,8 @@ def test_a_process_ssh_cannot_start_goes_to_a_spare_without_a_restart(job, sshd,
 
 @pytest.fixture(scope="module")
 def fault_free(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("plain")
-    (folder / "pids").mkdir()
-    run = Launch(["-n", 2, "-s", 2, PY, SCRIPT, "--out", folder], folder, folder / "pids")
-    try:
-        assert run.wait(90) == 0, run.text()
-        run.assert_nothing_left()
-    finally:
-        run.kill()
-    with np.load(folder / "params-0.npz") as found:
-        return dict(found)
+    """The parameters of the job without a fault."""
+    return fault_free_params(tmp_path_factory)
 
 
 def tagged_worker(tag, rank):
@@ -141,10 +133,7 @@ def test_a_stopped_worker_the_scheduler_lost_restarts_on_a_spare(sshd, tmp_path,
     assert gone, f"the stopped worker {stopped} outlived its ssh session"
     print(f"\nstopped worker restarted on the spare host; job done "
           f"{time.monotonic() - at:.1f} s after the SIGSTOP")
-    for rank in (0, 1):
-        with np.load(tmp_path / f"params-{rank}.npz") as got:
-            for name, want in fault_free.items():
-                assert np.array_equal(want, got[name]), (name, rank)
+    assert_bit_identical(tmp_path, fault_free, run)
 
 
 @pytest.mark.timeout(120)
@@ -167,10 +156,7 @@ def test_a_stopped_local_worker_the_scheduler_lost_is_ended_and_restarted(tmp_pa
     assert gone, f"the stopped worker {stopped} was not ended"
     print(f"\nstopped local worker ended and restarted; job done "
           f"{time.monotonic() - at:.1f} s after the SIGSTOP")
-    for rank in (0, 1):
-        with np.load(tmp_path / f"params-{rank}.npz") as got:
-            for name, want in fault_free.items():
-                assert np.array_equal(want, got[name]), (name, rank)
+    assert_bit_identical(tmp_path, fault_free, run)
 
 
 def _stop_worker_1(run, tag):
@@ -248,7 +234,4 @@ def test_a_worker_replaced_while_the_replica_serves_its_server_range(tmp_path, f
            "started)" in run.err, run.text()
     assert run.err.count("server 1 is back (its replacement serves its range)") == 2, \
         run.text()                                     # both workers heard SERVER_BACK
-    for rank in (0, 1):
-        with np.load(tmp_path / f"params-{rank}.npz") as got:
-            for name, want in fault_free.items():
-                assert np.array_equal(want, got[name]), (name, rank)
+    assert_bit_identical(tmp_path, fault_free, run)

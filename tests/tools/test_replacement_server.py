@@ -16,10 +16,10 @@ import time
 import numpy as np
 import pytest
 
-from launchkit import PY, Launch, clean_env
+from launchkit import (PY, RESTART_TRAIN, Launch, assert_bit_identical, clean_env,
+                       fault_free_params)
 from test_replicas import HEARTBEAT, server_pid, step_figures
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 BACK = "serves its range again"
 TRAIN = ["--epochs", "3"]           # 24 steps: the second replacement starts in time
 STEPS = 24
@@ -29,24 +29,14 @@ def launch(folder, *args, restarts=2, launcher="local"):
     (folder / "pids").mkdir(exist_ok=True)
     env = clean_env(MINIGLUON_PS_REPLICAS="1", **HEARTBEAT)
     return Launch(["--max-restarts", restarts, "--launcher", launcher, "-n", 2, "-s", 2, PY,
-                   os.path.join(HERE, "restart_train.py"), "--out", folder, *TRAIN, *args],
+                   RESTART_TRAIN, "--out", folder, *TRAIN, *args],
                   folder, folder / "pids", env)
 
 
 @pytest.fixture(scope="module")
 def fault_free(tmp_path_factory):
     """The parameters of the job without replicas and without a fault."""
-    folder = tmp_path_factory.mktemp("plain")
-    (folder / "pids").mkdir()
-    run = Launch(["-n", 2, "-s", 2, PY, os.path.join(HERE, "restart_train.py"), "--out",
-                  folder, *TRAIN], folder, folder / "pids", clean_env())
-    try:
-        assert run.wait(90) == 0, run.text()
-        run.assert_nothing_left()
-    finally:
-        run.kill()
-    with np.load(folder / "params-0.npz") as found:
-        return dict(found)
+    return fault_free_params(tmp_path_factory, *TRAIN)
 
 
 def kill_server(run, rank, after_step, backs_before):
@@ -100,10 +90,7 @@ def test_two_servers_lost_one_after_the_other_end_bit_identical(tmp_path, fault_
               f"step {first_step_after(run.out, killed + back):.2f} s after that")
     print(f"steps lost {lost}")
     assert lost == 0, run.text()
-    for rank in (0, 1):
-        with np.load(tmp_path / f"params-{rank}.npz") as got:
-            for name, want in fault_free.items():
-                assert np.array_equal(want, got[name]), (name, rank, run.text())
+    assert_bit_identical(tmp_path, fault_free, run)
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open MPI's mpirun "
@@ -128,10 +115,7 @@ def test_mpi_server_killed_by_pid_is_replaced_through_its_own_mpirun(tmp_path, f
     print(f"\nmpi: server 1 serving again {back:.2f} s after the kill; next step "
           f"{first_step_after(run.out, killed + back):.2f} s after that; steps lost {lost}")
     assert lost == 0, run.text()
-    for rank in (0, 1):
-        with np.load(tmp_path / f"params-{rank}.npz") as got:
-            for name, want in fault_free.items():
-                assert np.array_equal(want, got[name]), (name, rank, run.text())
+    assert_bit_identical(tmp_path, fault_free, run)
 
 
 BIG_KEYS = r"""

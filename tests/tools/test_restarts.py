@@ -16,10 +16,10 @@ import shutil
 import signal
 import time
 
-import numpy as np
 import pytest
 
-from launchkit import PY, clean_env, hostfile, role_pid, run_clean
+from launchkit import (PY, assert_bit_identical, clean_env, hostfile, params, role_pid,
+                       run_clean)
 from minigluon.tools import launch
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "restart_train.py")
@@ -31,11 +31,6 @@ def train_args(folder, *extra, restarts=1, kvstore="dist_sync"):
     head = ["--max-restarts", restarts] if restarts else []
     return [*head, "-n", 2, "-s", 2, PY, SCRIPT, "--out", folder, "--kvstore", kvstore,
             *extra]
-
-
-def params(folder, rank):
-    with np.load(folder / f"params-{rank}.npz") as found:
-        return dict(found)
 
 
 def figures(out, kill_step, rank):
@@ -77,10 +72,7 @@ def test_dist_sync_worker_killed_ends_bit_identical(job, tmp_path, fault_free, k
     print(f"\n{kill}: next step {took:.2f} s after the kill, the replacement's first "
           f"{back:.2f} s, {lost} steps lost")
     assert lost == 0, run.text()
-    for r in (0, 1):
-        got = params(tmp_path, r)
-        for name, want in fault_free.items():
-            assert np.array_equal(got[name], want), f"worker {r}: {name} differs\n{run.text()}"
+    assert_bit_identical(tmp_path, fault_free, run)
 
 
 @pytest.mark.timeout(120)
@@ -95,9 +87,7 @@ def test_a_replacement_goes_on_from_the_barriers_the_job_passed(job, tmp_path, f
     assert run.wait(60) == 0, run.text()
     run.assert_nothing_left()
     assert "restarting it (restart 1 of 1" in run.err, run.text()
-    for r in (0, 1):
-        got = params(tmp_path, r)
-        assert all(np.array_equal(got[n], want) for n, want in fault_free.items()), r
+    assert_bit_identical(tmp_path, fault_free, run)
 
 
 @pytest.mark.timeout(120)
@@ -108,9 +98,7 @@ def test_a_worker_killed_by_pid_between_barriers_rejoins_them(job, tmp_path, fau
     assert run.wait(60) == 0, run.text()
     run.assert_nothing_left()
     assert "worker 1 failed (killed by signal SIGKILL); restarting it" in run.err, run.text()
-    for r in (0, 1):
-        got = params(tmp_path, r)
-        assert all(np.array_equal(got[n], want) for n, want in fault_free.items()), r
+    assert_bit_identical(tmp_path, fault_free, run)
 
 
 @pytest.mark.timeout(120)
@@ -123,11 +111,7 @@ def test_dist_sync_with_dropout_seeded_per_rank_and_step_ends_identical(job, tmp
     assert run.wait(60) == 0, run.text()
     run.assert_nothing_left()
     assert "restarting it (restart 1 of 1" in run.err, run.text()
-    want = params(tmp_path / "ref", 0)
-    for r in (0, 1):
-        got = params(tmp_path / "hit", r)
-        for name in want:
-            assert np.array_equal(got[name], want[name]), f"worker {r}: {name} differs"
+    assert_bit_identical(tmp_path / "hit", params(tmp_path / "ref", 0), run)
 
 
 @pytest.mark.timeout(120)
@@ -184,9 +168,7 @@ def test_ssh_worker_killed_restarts_on_its_host_bit_identical(job, sshd, tmp_pat
     # worker 1 ran on the second host (servers first, cycling), and its ssh task again
     assert re.search(r"worker 1 restarted \(restart 1\): pid \d+ replaces worker 1 "
                      r"\(127\.0\.0\.2, pid", run.err), run.text()
-    for r in (0, 1):
-        got = params(tmp_path, r)
-        assert all(np.array_equal(got[n], want) for n, want in fault_free.items()), r
+    assert_bit_identical(tmp_path, fault_free, run)
 
 
 needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open "
@@ -216,10 +198,7 @@ def assert_restarted_bit_identical(run, folder, fault_free, killed):
             if float(t) > killed]
     print(f"\nnext step {took:.2f} s after the kill, the replacement's first "
           f"{min(back) - killed:.2f} s; worker 1 resumed after step {resumed}")
-    for r in (0, 1):
-        got = params(folder, r)
-        for name, want in fault_free.items():
-            assert np.array_equal(got[name], want), f"worker {r}: {name} differs\n{run.text()}"
+    assert_bit_identical(folder, fault_free, run)
 
 
 @needs_mpirun

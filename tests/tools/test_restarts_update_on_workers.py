@@ -14,10 +14,9 @@ import re
 import signal
 import time
 
-import numpy as np
 import pytest
 
-from launchkit import PY, clean_env, role_pid, run_clean
+from launchkit import PY, assert_bit_identical, clean_env, role_pid, run_clean
 from test_restarts import SCRIPT, figures, params
 
 
@@ -44,13 +43,6 @@ def fault_free(tmp_path_factory):
     return found
 
 
-def assert_identical(folder, want, run):
-    for r in (0, 1):
-        got = params(folder, r)
-        for name, value in want.items():
-            assert np.array_equal(got[name], value), f"worker {r}: {name} differs\n{run.text()}"
-
-
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kill", ["1:5:2", "0:9:0"], ids=["w1-mid-push", "w0-before-push"])
 def test_sgd_momentum_on_workers_killed_ends_bit_identical(job, tmp_path, fault_free, kill):
@@ -69,7 +61,7 @@ def test_sgd_momentum_on_workers_killed_ends_bit_identical(job, tmp_path, fault_
     print(f"\nsgd {kill}: next step {took:.2f} s after the kill, the replacement's first "
           f"{back:.2f} s, {lost} steps lost, {copied} bytes copied")
     assert lost == 0, run.text()
-    assert_identical(tmp_path, fault_free["sgd"], run)
+    assert_bit_identical(tmp_path, fault_free["sgd"], run)
 
 
 @pytest.mark.timeout(120)
@@ -81,7 +73,7 @@ def test_adam_by_default_on_workers_killed_ends_bit_identical(job, tmp_path, fau
     run.assert_nothing_left()
     assert "gave worker 1's replacement this worker's training state after step 5" \
         in run.err, run.text()
-    assert_identical(tmp_path, fault_free["adam"], run)
+    assert_bit_identical(tmp_path, fault_free["adam"], run)
 
 
 @pytest.mark.timeout(120)
@@ -123,8 +115,4 @@ def test_a_survivor_one_step_short_answers_when_it_ends_that_step(job, tmp_path)
                              r"worker 1's replacement, ([\d.]+) s after it asked",
                              run.err)[1])
     print(f"\nthe survivor answered {waited:.2f} s after the ask (worker 2 slept {STALL} s)")
-    want = params(tmp_path / "ref", 0)
-    for r in (0, 1, 2):
-        got = params(tmp_path / "hit", r)
-        for name, value in want.items():
-            assert np.array_equal(got[name], value), f"worker {r}: {name}\n{run.text()}"
+    assert_bit_identical(tmp_path / "hit", params(tmp_path / "ref", 0), run, ranks=(0, 1, 2))

@@ -16,10 +16,9 @@ import re
 import shutil
 import signal
 
-import numpy as np
 import pytest
 
-from launchkit import PY, hostfile, run_clean
+from launchkit import PY, assert_bit_identical, hostfile, run_clean
 from test_restarts import REPO, SCRIPT, params
 
 STEPS = 8           # 1 epoch: 256 samples, 2 workers, batches of 16
@@ -59,13 +58,6 @@ def assert_restarted(run):
 def fault_free(tmp_path_factory):
     """The parameters of a dist_sync job whose scheduler lived."""
     return params(run_clean(train_args, tmp_path_factory, "sched_fault_free").cwd, 0)
-
-
-def assert_bit_identical(folder, want, run):
-    for r in (0, 1):
-        got = params(folder, r)
-        for name, value in want.items():
-            assert np.array_equal(got[name], value), f"worker {r}: {name} differs\n{run.text()}"
 
 
 @pytest.mark.timeout(120)
