@@ -249,9 +249,12 @@ for t in range(start + 1, STEPS + 1):
         open('at-step', 'w').close()
     if os.environ.get('CHAOS_BARRIER'):        # the scheduler on the path of each step
         kv.barrier()
-    # slow steps (CHAOS_SLEEP) keep the job running until the replacement serves again
-    time.sleep(0.05 if os.path.exists('served-again') else
-               float(os.environ.get('CHAOS_SLEEP', '0.05')))
+    # slow steps keep the job running until the test's fault is in (the file fault-in),
+    # and with CHAOS_SLEEP (a lost server) until the replacement serves again
+    if os.path.exists('served-again'):
+        time.sleep(0.05)
+    elif 'CHAOS_SLEEP' in os.environ or not os.path.exists('fault-in'):
+        time.sleep(float(os.environ.get('CHAOS_SLEEP', '0.05')))
 kv.barrier()                                   # dist_async: every push applied by now
 params = net.collect_params()
 for i, name in enumerate(sorted(params.keys())):     # the Trainer's keys: sorted names
@@ -282,6 +285,7 @@ def restart_case(tmp_path, k, victim, mode):
             _role_pid(run, victim)
         t0 = time.monotonic()
         os.kill(pid, signal.SIGSTOP if stopped else signal.SIGKILL)
+        (tmp_path / "fault-in").touch()
         back = _served_again(run, t0) if victim == "server" else None
         assert run.wait(60) == 0, run.text()
         run.assert_nothing_left()

@@ -1,11 +1,15 @@
 """Values pulled from real dist_sync / dist_async clusters equal the exact expected sums.
 
-Every mode (the *_device ones on two simulated GPUs per worker) and every (W, S) in
-(1,1), (2,1), (2,2), (3,2); keys small and big (MXNET_KVSTORE_BIGARRAY_BOUND
-is 40 here, so big keys are split over the servers, in slices that do not divide evenly),
-float32 and float16, int and str keys, two devices per worker. Values are small integers,
-so every sum is exact in float16 and float32 and equality is exact. Parts of 64 KiB and
-more travel through shared memory, except with MINIGLUON_KVSTORE_SHM=0 (zmq frames).
+dist_sync and dist_async in every (W, S) of (1,1), (2,1), (2,2), (3,2); the *_device
+modes on two simulated GPUs per worker in (2,2) only: they differ from their plain modes
+on the worker alone (the devices' parts are reduced on gpu(0) before the push, and the
+pulled value, split keys' slices assembled, goes back to both devices), while the servers'
+and the network's path, which the other sizes vary, is the plain mode's. Keys small and
+big (MXNET_KVSTORE_BIGARRAY_BOUND is 40 here, so big keys are split over the servers, in
+slices that do not divide evenly), float32 and float16, int and str keys, two devices per
+worker. Values are small integers, so every sum is exact in float16 and float32 and
+equality is exact. Parts of 64 KiB and more travel through shared memory, except with
+MINIGLUON_KVSTORE_SHM=0 (zmq frames).
 
 dist_sync without an optimizer: a pull returns the sum of the round's pushes of all
 workers. dist_async needs an optimizer: SGD(learning_rate=1) makes the stored value
@@ -90,7 +94,7 @@ def test_pulled_values_are_exact_sums(tmp_path, mode, workers, servers, shm):
     assert all(r["ok"] for r in results)
 
 
-@pytest.mark.parametrize("workers, servers", [(1, 1), (2, 1), (2, 2), (3, 2)])
+@pytest.mark.parametrize("workers, servers", [(2, 2)])      # 2 servers: split keys' slices
 @pytest.mark.parametrize("mode", ["dist_sync_device", "dist_async_device"])
 def test_device_modes_give_exact_sums_on_simulated_gpus(tmp_path, mode, workers, servers):
     code = f"kv = mx.kv.create({mode!r})\nassert kv.type == {mode!r}\n" + SUMS

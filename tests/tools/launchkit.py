@@ -58,6 +58,10 @@ if kind == "fail":
     sys.exit(int(arg))
 if kind == "sleep":
     time.sleep(float(arg))
+if kind == "until":     # run until the test makes the file `arg` (60 s at most)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(arg) and time.monotonic() < deadline:
+        time.sleep(0.05)
 '''
 
 def free_port():

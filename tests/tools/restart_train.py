@@ -4,6 +4,7 @@ test_restarts.py.
     minigluon-launch -n 2 -s 2 --max-restarts 1 python restart_train.py --out D \
         [--kvstore dist_sync] [--kill RANK:STEP:KEYS] [--kill-scheduler STEP]
         [--barrier-every N] [--update-on-workers] [--optimizer adam] [--lr-step N]
+        [--step-sleep S [--sleep-until FILE]]
 
 Each worker trains a LeNet-like net (no dropout unless --dropout, whose masks are seeded per rank and step: either way the
 run is deterministic) on its
@@ -54,6 +55,9 @@ def parse_args():
                     help="every worker calls kv.barrier() after every N steps")
     ap.add_argument("--step-sleep", type=float, default=0.0,
                     help="seconds to sleep after each step (time for a fault from outside)")
+    ap.add_argument("--sleep-until", metavar="FILE",
+                    help="sleep --step-sleep only until FILE exists: the test makes it once "
+                         "its fault is in, and the steps after it need no slowing")
     ap.add_argument("--update-on-workers", action="store_true",
                     help="gluon.Trainer(..., update_on_kvstore=False)")
     ap.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
@@ -221,7 +225,8 @@ def main():
             print(f"STEP {step} {time.monotonic():.6f}", flush=True)
             if args.barrier_every and step % args.barrier_every == 0:
                 store.barrier()
-            time.sleep(args.step_sleep)
+            if not (args.sleep_until and os.path.exists(args.sleep_until)):
+                time.sleep(args.step_sleep)
             after_step(step)
         losses.append(total / count if count else None)
     if args.kvstore == "dist_async":

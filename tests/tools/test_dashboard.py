@@ -169,9 +169,10 @@ def test_dashboard_option_forms():
 
 
 @pytest.mark.timeout(120)
-def test_launcher_serves_the_page_for_the_jobs_lifetime_only(job):
-    # stub roles (launchkit.STUB): the workers sleep so the page can be read meanwhile
-    run = job(["-n", 2, "-s", 1, *job.roles, "--env", "STUB_WORKER=sleep:3",
+def test_launcher_serves_the_page_for_the_jobs_lifetime_only(job, tmp_path):
+    # stub roles (launchkit.STUB): the workers run until the page has been read
+    read = tmp_path / "page-read"
+    run = job(["-n", 2, "-s", 1, *job.roles, "--env", f"STUB_WORKER=until:{read}",
                "--dashboard", job.stub])
     run.wait_until(lambda: "live page at" in run.err, 30, "the page's address")
     port = int(re.search(r"live page at http://127\.0\.0\.1:(\d+)/\n", run.err).group(1))
@@ -180,6 +181,7 @@ def test_launcher_serves_the_page_for_the_jobs_lifetime_only(job):
     got = json.loads(body)
     assert (got["num_workers"], got["num_servers"]) == (2, 1)
     assert [n["label"] for n in got["nodes"]] == ["scheduler", "server 0", "worker 0", "worker 1"]
+    read.touch()
     assert run.wait(timeout=60) == 0, run.text()
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()

@@ -123,7 +123,7 @@ def test_a_stopped_worker_the_scheduler_lost_restarts_on_a_spare(sshd, tmp_path,
     run = Launch(["--max-restarts", 1, "--spare-hosts", 1, "-H", hosts, *sshd.options,
                   "--env", f"PYTHONPATH={REPO}", "--env", f"HOSTLOSS_TAG={tag}",
                   *[a for k in HEARTBEAT for a in ("--env", k)], "-n", 2, "-s", 2, PY,
-                  SCRIPT, "--out", tmp_path, "--step-sleep", 0.3],
+                  SCRIPT, "--out", tmp_path, *slow_until_stopped(tmp_path)],
                  tmp_path, tmp_path / "pids", clean_env(**HEARTBEAT))
     stopped, at, gone = _stop_worker_1(run, tag)       # worker 1 runs on 127.0.0.2
     assert f"the scheduler lost worker 1 (pid {stopped} on 127.0.0.2:{sshd.port}) while " \
@@ -146,7 +146,7 @@ def test_a_stopped_local_worker_the_scheduler_lost_is_ended_and_restarted(tmp_pa
     (tmp_path / "pids").mkdir()
     tag = str(tmp_path)
     run = Launch(["--max-restarts", 1, "-n", 2, "-s", 2, PY, SCRIPT, "--out", tmp_path,
-                  "--step-sleep", 0.3], tmp_path, tmp_path / "pids",
+                  *slow_until_stopped(tmp_path)], tmp_path, tmp_path / "pids",
                  clean_env(HOSTLOSS_TAG=tag, **HEARTBEAT))
     stopped, at, gone = _stop_worker_1(run, tag)
     assert f"the scheduler lost worker 1 (pid {stopped}) while the process still runs: " \
@@ -157,6 +157,12 @@ def test_a_stopped_local_worker_the_scheduler_lost_is_ended_and_restarted(tmp_pa
     print(f"\nstopped local worker ended and restarted; job done "
           f"{time.monotonic() - at:.1f} s after the SIGSTOP")
     assert_bit_identical(tmp_path, fault_free, run)
+
+
+def slow_until_stopped(folder):
+    """restart_train.py's arguments: 0.3 s steps, time for the test to stop worker 1 after
+    step 4, until _stop_worker_1 says it did (the steps after it need no slowing)."""
+    return ["--step-sleep", 0.3, "--sleep-until", folder / "stopped"]
 
 
 def _stop_worker_1(run, tag):
@@ -170,6 +176,7 @@ def _stop_worker_1(run, tag):
         assert stopped is not None, run.text()
         os.kill(stopped, signal.SIGSTOP)
         at = time.monotonic()
+        (run.cwd / "stopped").touch()
         code = run.wait(90)
         run.assert_nothing_left()
         gone = _gone(stopped)

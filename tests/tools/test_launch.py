@@ -4,7 +4,7 @@ and a check by PID that no process the launch started is left behind.
 
 Most jobs run a stub (launchkit.STUB) as scheduler, servers and workers: it prints its
 environment, writes its PID into a folder, and then exits, sleeps or fails as the
-STUB_<NAME> variable says (`exit:0`, `sleep:60`, `fail:7`). One job runs the real
+STUB_<NAME> variable says (`exit:0`, `sleep:60`, `fail:7`, `until:FILE`). One job runs the real
 scheduler and servers (`python -c "import minigluon"`) with a dist_sync worker.
 """
 import json

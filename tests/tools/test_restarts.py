@@ -92,9 +92,10 @@ def test_a_replacement_goes_on_from_the_barriers_the_job_passed(job, tmp_path, f
 
 @pytest.mark.timeout(120)
 def test_a_worker_killed_by_pid_between_barriers_rejoins_them(job, tmp_path, fault_free):
-    run = job(train_args(tmp_path, "--barrier-every", 1, "--step-sleep", "0.2"))
+    run = job(train_args(tmp_path, "--barrier-every", 1, *slow_until_killed(tmp_path)))
     run.wait_until(lambda: "[worker 1] STEP 4 " in run.out, 60, "worker 1 at step 4")
     os.kill(role_pid(run, "worker", 1), signal.SIGKILL)
+    (tmp_path / "killed").touch()
     assert run.wait(60) == 0, run.text()
     run.assert_nothing_left()
     assert "worker 1 failed (killed by signal SIGKILL); restarting it" in run.err, run.text()
@@ -175,14 +176,23 @@ needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs 
                                   "MPI's mpirun (Debian: apt-get install openmpi-bin)")
 
 
+def slow_until_killed(folder):
+    """restart_train.py's arguments: 0.2 s steps, time for the test to kill a worker after
+    step 4, until the test says it did (file `killed`; the steps after it need no
+    slowing). The launch's folder is `folder`."""
+    return ["--step-sleep", "0.2", "--sleep-until", folder / "killed"]
+
+
 def kill_worker_by_pid(run, rank=1, after_step=4):
     """SIGKILL worker `rank`'s Python process once it printed STEP `after_step`; the
-    kill's time (time.monotonic(), the clock of the STEP lines)."""
+    kill's time (time.monotonic(), the clock of the STEP lines). Then make the file
+    `killed` in the launch's folder (slow_until_killed)."""
     run.wait_until(lambda: f"[worker {rank}] STEP {after_step} " in run.out, 90,
                    f"worker {rank} at step {after_step}")
     pid = role_pid(run, "worker", rank)
     killed = time.monotonic()
     os.kill(pid, signal.SIGKILL)
+    (run.cwd / "killed").touch()
     return killed
 
 
@@ -207,7 +217,7 @@ def test_mpi_worker_killed_by_pid_restarts_through_its_own_mpirun_bit_identical(
         job, tmp_path, fault_free):
     """--launcher mpi --max-restarts: each role runs in an mpirun of its own, so a killed
     worker ends only its mpirun, and a new one (on the same host) replaces it."""
-    run = job(["--launcher", "mpi", *train_args(tmp_path, "--step-sleep", "0.2")])
+    run = job(["--launcher", "mpi", *train_args(tmp_path, *slow_until_killed(tmp_path))])
     killed = kill_worker_by_pid(run)
     assert_restarted_bit_identical(run, tmp_path, fault_free, killed)
 
@@ -223,7 +233,7 @@ def test_slurm_worker_killed_by_pid_restarts_as_a_step_on_its_node_bit_identical
                     SLURM_JOB_NODELIST="node[1-2]", SLURM_CPUS_ON_NODE="1",
                     FAKE_SRUN_STATE=str(state))
     run = job(["--launcher", "slurm", "--interface", "lo",
-               *train_args(tmp_path, "--step-sleep", "0.2")], env=env)
+               *train_args(tmp_path, *slow_until_killed(tmp_path))], env=env)
     killed = kill_worker_by_pid(run)
     assert_restarted_bit_identical(run, tmp_path, fault_free, killed)
     steps = [json.loads(line) for line in (state / "steps.jsonl").read_text().splitlines()]
