@@ -6,12 +6,14 @@ process (MINIGLUON_RNN_ROW_PARTS is read on every call):
 
     python benchmarks/lm_stretches.py [--rounds 5] [--steps 2] [--settings 1,auto]
 
-`cores` is CPU / wall: 2.0 means both cores busy through the stretch. The step is taken
+`cores` is CPU / wall: 2.0 means both cores busy through the stretch. On a loaded machine
+wall time is mostly waiting for a core; `calling_thread_cpu_s` (the CPU of the thread that
+runs the step, not of BLAS's or the row parts' helpers) then bounds from below what the
+stretch would take with its cores free: the part of the work that stays on one thread. The step is taken
 apart (not hybridized): forward to the LSTM's output, the head (decoder and loss) on a
 detached copy of it, the head's backward, the LSTM's backward from the copy's gradient,
 the update; `whole_step` is the hybridized step as zoo_train times it. `products` times
-the recurrence's per-step product, (rows x 256) x (256 x 1024) on one BLAS thread, for the
-whole batch and for half of it. Prints ONE JSON line.
+the recurrence's per-step product (see its docstring). Prints ONE JSON line.
 """
 import argparse
 import json
@@ -40,10 +42,10 @@ class Clock:
         self.samples = {}
 
     def stretch(self, name, fn):
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu, own = time.perf_counter(), time.process_time(), time.thread_time()
         out = fn()
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        self.samples.setdefault(name, []).append((wall, cpu))
+        self.samples.setdefault(name, []).append(
+            (time.perf_counter() - wall, time.process_time() - cpu, time.thread_time() - own))
         return out
 
 
@@ -90,23 +92,37 @@ def use_setting(setting):
 
 
 def products(reps=20):
-    """The recurrence's per-step products, (rows x 256) x (256 x 1024) on one BLAS thread,
-    as the two layers' 70 products of one pass would run: all on one thread (before), the
-    batch in two row parts on two threads (now), and the two layers side by side on two
-    threads with the whole batch (an ideal wavefront, without its per-step meetings).
-    Median wall seconds over `reps`."""
+    """The recurrence's per-step products on one BLAS thread: CPU microseconds of one
+    forward product (rows x 256) x (256 x 1024) as h @ wh.T (before) and (wh @ h.T).T
+    (now), for the whole batch and for half of it; then the wall milliseconds of the two
+    layers' 70 forward products of one pass, run all on one thread, in two row parts on
+    two threads (now), and as the two layers side by side on two threads with the whole
+    batch (an ideal wavefront, without its per-step meetings). Medians over `reps`."""
     rng = np.random.default_rng(0)
-    w = rng.standard_normal((1024, 256)).astype(np.float32).T
+    wh = rng.standard_normal((1024, 256)).astype(np.float32)
     batch, count = SPEC["batch"], 2 * SPEC["tokens"]
+    layouts = {"h_at_whT": lambda h: h @ wh.T,
+               "whh_T": lambda h: np.ascontiguousarray((wh @ h.T).T)}
 
     def loop(rows, n):
         h = rng.standard_normal((rows, 256)).astype(np.float32)
-        return lambda: [h @ w for _ in range(n)]
+        return lambda: [layouts["whh_T"](h) for _ in range(n)]
     cases = {"one_thread_32_rows": [loop(batch, count)],
              "row_parts_2x16_rows": [loop(batch // 2, count), loop(batch // 2, count)],
              "wavefront_2x32_rows": [loop(batch, count // 2), loop(batch, count // 2)]}
-    times = {name: [] for name in cases}
+    out = {}
     with one_blas_thread():
+        for name, product in layouts.items():
+            for rows in (batch, batch // 2):
+                h = rng.standard_normal((rows, 256)).astype(np.float32)
+                cpu = []
+                for _ in range(reps):
+                    t = time.thread_time()
+                    for _ in range(count):
+                        product(h)
+                    cpu.append((time.thread_time() - t) / count)
+                out[f"{name}_{rows}_rows_cpu_us"] = round(statistics.median(cpu) * 1e6, 1)
+        walls = {name: [] for name in cases}
         for _ in range(reps):
             for name, fns in cases.items():
                 t = time.perf_counter()
@@ -116,8 +132,10 @@ def products(reps=20):
                 fns[0]()
                 for h in helpers:
                     h.join(60)
-                times[name].append(time.perf_counter() - t)
-    return {name + "_ms": round(statistics.median(v) * 1e3, 2) for name, v in times.items()}
+                walls[name].append(time.perf_counter() - t)
+    out.update({name + "_wall_ms": round(statistics.median(v) * 1e3, 2)
+                for name, v in walls.items()})
+    return out
 
 
 def summary(clock):
@@ -125,7 +143,9 @@ def summary(clock):
     for name, pairs in clock.samples.items():
         wall = statistics.median(p[0] for p in pairs)
         cpu = statistics.median(p[1] for p in pairs)
+        own = statistics.median(p[2] for p in pairs)
         result[name] = {"wall_s": round(wall, 4), "cpu_s": round(cpu, 4),
+                        "calling_thread_cpu_s": round(own, 4),
                         "cores": round(cpu / wall, 2) if wall else None}
     return result
 
