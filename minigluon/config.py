@@ -86,6 +86,21 @@ def adaptive_threads():
     return env_flag("MINIGLUON_ADAPTIVE_THREADS", True)
 
 
+def rnn_row_parts():
+    """How many parts a recurrent layer splits its batch rows into, each part running the
+    whole sequence on its own thread (MINIGLUON_RNN_ROW_PARTS, an integer >= 1); None when
+    unset: one part per compute thread where the layer is big enough (see
+    ndarray/rnn_row_parts.py). 1 runs every row on the calling thread, as before."""
+    raw = os.environ.get("MINIGLUON_RNN_ROW_PARTS", "").strip()
+    if raw == "":
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"MINIGLUON_RNN_ROW_PARTS must be an integer >= 1, got {raw!r}: "
+                          "1 runs a recurrent layer's rows on one thread; unset it for "
+                          "one part per free core")
+    return int(raw)
+
+
 def kvstore_reduction_nthreads():
     """Threads that sum or compress one big array (MXNET_KVSTORE_REDUCTION_NTHREADS, default 4).
 

@@ -4,7 +4,8 @@
 
 Host float32/float64 arrays run them in minigluon_ext's C kernels (src/lstm.c, src/gru.c);
 any other array (CuPy, float16) runs the same formulas written for its array module.
-`kernels_for(xp, *arrays)` picks one of the two; both offer the same methods:
+`kernels_for(xp, *arrays)` picks one of the two; both offer the same methods, each with
+an optional `nthreads` (the C kernels' thread count; None: the free cores for big work):
 
     lstm_cell_forward(i2h, h2h, c) -> (out (2, N, H) = [h', c'], act (N, 4H))
     lstm_cell_backward(dout (2, N, H), act, c, out) -> (da (N, 4H), dc (N, H))
@@ -39,17 +40,17 @@ class _Host:
     # methods, not ext's functions bound at import: minigluon_ext imports minigluon first
     contiguous = staticmethod(np.ascontiguousarray)
 
-    def lstm_cell_forward(self, i2h, h2h, c):
-        return ext.lstm_cell_forward(i2h, h2h, c)
+    def lstm_cell_forward(self, i2h, h2h, c, nthreads=None):
+        return ext.lstm_cell_forward(i2h, h2h, c, nthreads)
 
-    def lstm_cell_backward(self, dout, act, c, out):
-        return ext.lstm_cell_backward(dout, act, c, out)
+    def lstm_cell_backward(self, dout, act, c, out, nthreads=None):
+        return ext.lstm_cell_backward(dout, act, c, out, nthreads)
 
-    def gru_cell_forward(self, i2h, h2h, h):
-        return ext.gru_cell_forward(i2h, h2h, h)
+    def gru_cell_forward(self, i2h, h2h, h, nthreads=None):
+        return ext.gru_cell_forward(i2h, h2h, h, nthreads)
 
-    def gru_cell_backward(self, dout, act, h):
-        return ext.gru_cell_backward(dout, act, h)
+    def gru_cell_backward(self, dout, act, h, nthreads=None):
+        return ext.gru_cell_backward(dout, act, h, nthreads)
 
 
 HOST = _Host()
@@ -62,7 +63,7 @@ class Formulas:
         self.xp = xp
         self.contiguous = xp.ascontiguousarray
 
-    def lstm_cell_forward(self, i2h, h2h, c):
+    def lstm_cell_forward(self, i2h, h2h, c, nthreads=None):
         hd, xp = c.shape[1], self.xp
         pre = i2h + h2h
         act = xp.concatenate([sigmoid(xp, pre[:, :2 * hd]), xp.tanh(pre[:, 2 * hd:3 * hd]),
@@ -71,7 +72,7 @@ class Formulas:
         c_next = f * c + i * g
         return xp.stack([o * xp.tanh(c_next), c_next]), act
 
-    def lstm_cell_backward(self, dout, act, c, out):
+    def lstm_cell_backward(self, dout, act, c, out, nthreads=None):
         hd = c.shape[1]
         i, f, g, o = (act[:, k * hd:(k + 1) * hd] for k in range(4))
         t = self.xp.tanh(out[1])
@@ -80,14 +81,14 @@ class Formulas:
                                   dct * i * (1 - g * g), dout[0] * t * o * (1 - o)], axis=1)
         return da, dct * f
 
-    def gru_cell_forward(self, i2h, h2h, h):
+    def gru_cell_forward(self, i2h, h2h, h, nthreads=None):
         hd, xp = h.shape[1], self.xp
         rz = sigmoid(xp, i2h[:, :2 * hd] + h2h[:, :2 * hd])
         r, z, hn = rz[:, :hd], rz[:, hd:], h2h[:, 2 * hd:]
         n = xp.tanh(i2h[:, 2 * hd:] + r * hn)
         return (1 - z) * n + z * h, xp.concatenate([rz, n, hn], axis=1)
 
-    def gru_cell_backward(self, dout, act, h):
+    def gru_cell_backward(self, dout, act, h, nthreads=None):
         hd, xp = h.shape[1], self.xp
         r, z, n, hn = (act[:, k * hd:(k + 1) * hd] for k in range(4))
         dn = dout * (1 - z) * (1 - n * n)

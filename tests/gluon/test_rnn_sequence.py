@@ -76,10 +76,13 @@ def run(layer, fn, x, states, heads):
     return [o.asnumpy() for o in outs], grads
 
 
+@pytest.mark.parametrize("row_parts", ["1", "3"])     # batch rows in parts: rnn_row_parts.py
 @pytest.mark.parametrize("hybridize", [False, True])
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_fused_layer_equals_the_plain_per_step_path(kind, shape, hybridize):
+def test_fused_layer_equals_the_plain_per_step_path(kind, shape, hybridize, row_parts,
+                                                    monkeypatch):
+    monkeypatch.setenv("MINIGLUON_RNN_ROW_PARTS", row_parts)
     num_layers, bidirectional, batch, steps, with_states, layout = shape
     dirs = 2 if bidirectional else 1
     layer = KINDS[kind](num_layers=num_layers, bidirectional=bidirectional, layout=layout,
