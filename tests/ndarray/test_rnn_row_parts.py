@@ -58,8 +58,15 @@ def test_a_bad_variable_is_named(monkeypatch, raw):
 
 
 def test_parts_run_on_threads_of_their_own():
-    seen = rnn_row_parts.run_parts(lambda k, lo, hi: (k, lo, hi, threading.get_ident()),
-                                   [(0, 2), (2, 4), (4, 5)])
+    # all three meet at a barrier, so all three threads are alive at once: a thread that
+    # ended may hand its ident to the next one started, which made this test flaky
+    met = threading.Barrier(3, timeout=30)
+
+    def part(k, lo, hi):
+        met.wait()
+        return k, lo, hi, threading.get_ident()
+
+    seen = rnn_row_parts.run_parts(part, [(0, 2), (2, 4), (4, 5)])
     assert [s[:3] for s in seen] == [(0, 0, 2), (1, 2, 4), (2, 4, 5)]
     assert seen[0][3] == threading.get_ident()
     assert len({s[3] for s in seen}) == 3
