@@ -1,7 +1,8 @@
 """The drivers of minigluon_ext's multi-threaded C kernels for host (NumPy) float32/float64
 arrays: 2-D convolution a few samples at a time, by Winograd F(4x4, 3x3) or F(2x2, 3x3) for
 3x3 stride-1 kernels (`HostWinograd`), else by columns (C*kh*kw, n*P) and one matmul per
-chunk (`HostConv`); and 2-D max pooling (`host_max_pool`). `on_host` says when they apply.
+chunk of samples, or per sample (`HostConv`); and 2-D max pooling (`host_max_pool`).
+`on_host` says when they apply, `host_conv` which path a shape takes.
 
 The module-level switches are knobs for the tests, which compare these kernels with the
 NumPy paths of the operators.
@@ -13,6 +14,7 @@ import numpy as np
 import minigluon_ext as ext
 
 from .. import autograd
+from ..threads import compute_threads
 from .conv_depthwise import HostDepthwise
 
 __all__ = ["on_host", "HostConv", "HostWinograd", "host_conv", "host_max_pool"]
@@ -28,6 +30,20 @@ _SMALL_WEIGHT = 4096
 # output is at least this big on both sides, else F(2x2, 3x3)
 _WINOGRAD = True
 _WINOGRAD4_MIN = 8
+# Winograd only from this many input channels: with fewer its transforms outweigh the
+# products they save (d2l's CIFAR stem, 3 -> 64 at 32x32, batch 32, one thread: F(4x4)
+# 11.6 ms forward, 23.0 a training pass; columns 6.9 and 11.9; docs/performance.md)
+_WINOGRAD_MIN_CHANNELS = 16
+# On one compute thread, columns of at most _SAMPLES_MAX_ROWS rows (C*kh*kw) over maps of
+# at least _SAMPLES_MIN_POSITIONS outputs go one sample at a time: with so few rows the
+# swap of the rows into NCHW costs half a matmul, and a sample's matmul writes its output
+# in place (the CIFAR stem: 5.7 ms forward against 6.9). With 576 rows (ResNet's stride-2
+# 3x3 layers) the swap is cheap, and per-sample matmuls took 1.0-1.9x the batch's CPU.
+_SAMPLES_MAX_ROWS = 64
+_SAMPLES_MIN_POSITIONS = 1024
+# tests and benchmarks name a path here to force it: "columns", "samples" (the columns one
+# sample at a time), "winograd" (tile by size), "winograd2", "winograd4" (None: by shape)
+_PATH = None
 
 
 def on_host(xp, win, *arrays):
@@ -46,13 +62,13 @@ class HostConv:
     sums columns back onto the data gradient. The weight gradient adds the chunks' products.
     """
 
-    def __init__(self, win, groups, channels, dtype):
+    def __init__(self, win, groups, channels, dtype, per_sample=False):
         self.win, self.groups, self.channels = win, groups, channels
         self.geometry = dict(kernel=win.kernel, stride=win.stride, pad=win.pad,
                              dilate=win.dilate)
         self.p = math.prod(win.out)
-        per_sample = channels * math.prod(win.kernel) * self.p * np.dtype(dtype).itemsize
-        self.step = max(1, _CHUNK_BYTES // per_sample)
+        per_sample_bytes = channels * math.prod(win.kernel) * self.p * np.dtype(dtype).itemsize
+        self.step = 1 if per_sample else max(1, _CHUNK_BYTES // per_sample_bytes)
 
     def forward(self, x, w, bias=None):
         """The convolution of x (N, C, H, W) with w: (N, F, *out), plus bias."""
@@ -66,6 +82,12 @@ class HostConv:
             cols = self._im2col(x[a:b])
             if self.cols is not None:
                 self.cols.append((x, cols))
+            if self._in_place(a, b):
+                # one sample's rows are its NCHW output already: no swap
+                rows = np.matmul(w3, cols, out=out[a].reshape(f, self.p))
+                if bias is not None:
+                    rows += bias[:, None]
+                continue
             rows = w3 @ cols
             ext.swap01(rows.reshape(f, b - a, self.p), bias,
                        out=out[a:b].reshape(b - a, f, self.p))
@@ -77,7 +99,7 @@ class HostConv:
         dx = np.empty((dy.shape[0], self.channels) + self.win.size, w.dtype) if need_x else None
         dw, w3, kept = None, self._weights(w), getattr(self, "cols", None)
         for k, (a, b) in enumerate(self._chunks(dy.shape[0])):
-            rows = self._rows(dy[a:b]) if need_x or not self._small(w) else None
+            rows = self._dy_rows(dy, a, b) if need_x or not self._small(w) else None
             if need_x:
                 dcols = w3.swapaxes(-1, -2) @ rows
                 ext.col2im(dcols.reshape(-1, dcols.shape[-1]), dx[a:b].shape, **self.geometry,
@@ -89,6 +111,16 @@ class HostConv:
                 dw = part if dw is None else np.add(dw, part, out=dw)
         self.cols = None
         return dx, (dw.reshape(w.shape) if need_w else None)
+
+    def _in_place(self, a, b):
+        """True when the chunk [a, b) is one sample, whose output the matmul can write."""
+        return b - a == 1 and self.groups == 1
+
+    def _dy_rows(self, dy, a, b):
+        """dy of the chunk [a, b) as matmul rows (F, n*P); one sample's dy already is."""
+        if self._in_place(a, b):
+            return dy[a].reshape(dy.shape[1], self.p)
+        return self._rows(dy[a:b])
 
     def _small(self, w):
         # a tiny weight (LeNet's first layer): one matmul (F, n*P) @ (n*P, K) would run on
@@ -138,17 +170,17 @@ class HostWinograd(HostConv):
     weight transform.
     """
 
-    def __init__(self, win, channels, dtype):
+    def __init__(self, win, channels, dtype, tile=None):
         super().__init__(win, 1, channels, dtype)
-        self.tile = 4 if min(win.out) >= _WINOGRAD4_MIN else 2
+        self.tile = tile or (4 if min(win.out) >= _WINOGRAD4_MIN else 2)
         th, tw = ext.winograd_tiles(*win.out, self.tile)
         planes = (self.tile + 2) ** 2 * channels * th * tw * np.dtype(dtype).itemsize
         self.step = max(1, _CHUNK_BYTES // planes)
 
     @staticmethod
     def applies(win, groups):
-        return (_WINOGRAD and win.kernel == (3, 3) and win.stride == (1, 1) and
-                win.dilate == (1, 1) and groups == 1)
+        return (win.kernel == (3, 3) and win.stride == (1, 1) and win.dilate == (1, 1) and
+                groups == 1)
 
     def forward(self, x, w, bias=None):
         x, u = np.ascontiguousarray(x), self._transform(w)
@@ -197,12 +229,31 @@ class HostWinograd(HostConv):
 
 def host_conv(win, groups, channels, dtype):
     """The host convolution for this window: direct depthwise kernels where each channel is
-    its own group, Winograd for 3x3 stride 1, else columns."""
+    its own group, Winograd for 3x3 stride 1 from _WINOGRAD_MIN_CHANNELS channels, else
+    columns (one sample at a time for few rows on one thread)."""
     if HostDepthwise.applies(win, groups, channels):
         return HostDepthwise(win)
-    if HostWinograd.applies(win, groups):
-        return HostWinograd(win, channels, dtype)
+    path = _PATH or _choose(win, groups, channels)
+    if path == "samples":
+        return HostConv(win, groups, channels, dtype, per_sample=True)
+    if path.startswith("winograd") and HostWinograd.applies(win, groups):
+        return HostWinograd(win, channels, dtype, tile=int(path[8:] or 0))
+    if path != "columns":
+        raise ValueError(f"conv_host._PATH={_PATH!r} does not apply to kernel {win.kernel} "
+                         f"stride {win.stride} groups {groups}; help: set it to 'columns', "
+                         "'samples' or None for this shape")
     return HostConv(win, groups, channels, dtype)
+
+
+def _choose(win, groups, channels):
+    """The path name for a shape, by the measurements quoted at the knobs above."""
+    if _WINOGRAD and channels >= _WINOGRAD_MIN_CHANNELS and HostWinograd.applies(win, groups):
+        return "winograd"
+    rows = channels // groups * math.prod(win.kernel)
+    if (groups == 1 and rows <= _SAMPLES_MAX_ROWS and compute_threads() == 1 and
+            math.prod(win.out) >= _SAMPLES_MIN_POSITIONS):
+        return "samples"
+    return "columns"
 
 
 def host_max_pool(data, win, convention):

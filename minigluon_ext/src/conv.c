@@ -34,13 +34,17 @@ static inline ptrdiff_t input_row(const mg_window *g, size_t y, size_t i)
 }
 
 #define DEFINE_IM2COL(T, SUF)                                                               \
-    /* rows are short (a feature map's width): a loop beats memcpy's call */                \
+    /* rows are short (a feature map's width): a loop beats memcpy's call; stride 2 (the  \
+     * downsampling layers and the 7x7 stem) gets its own loop, which vectorizes */          \
     MG_CLONES static void copy_run_##SUF(T *restrict dst, const T *restrict src, size_t n,  \
                                          size_t step)                                       \
     {                                                                                       \
         if (step == 1)                                                                      \
             for (size_t k = 0; k < n; k++)                                                  \
                 dst[k] = src[k];                                                            \
+        else if (step == 2)                                                                 \
+            for (size_t k = 0; k < n; k++)                                                  \
+                dst[k] = src[2 * k];                                                        \
         else                                                                                \
             for (size_t k = 0; k < n; k++)                                                  \
                 dst[k] = src[k * step];                                                     \

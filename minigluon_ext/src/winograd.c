@@ -23,6 +23,7 @@
 #include "layers.h"
 
 #define BLOCK 64 /* tiles per SIMD loop on small images */
+#define PLANE_TILES 16 /* tiles per plane from which the loop goes plane by plane */
 #define WIDE (M == 2 ? 8 : 1 << 30) /* tiles per row from which F(2x2) goes row by row */
 
 static const signed char BT2[4][4] = {

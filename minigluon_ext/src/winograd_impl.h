@@ -4,13 +4,16 @@
  * input tile size; a tile's transform has A*A elements, kept in A*A planes.
  *
  * The arithmetic of one tile is written once (the *_tile functions: matrix products with
- * constant matrices, zero entries skipped, terms added in ascending order) and used by two
- * loops that the compiler turns into SIMD code across tiles (`#pragma GCC ivdep`: the planes
- * never overlap the scratch buffers):
+ * constant matrices, zero entries skipped, terms added in ascending order) and used by
+ * three loops that the compiler turns into SIMD code across tiles (`#pragma GCC ivdep`:
+ * the planes never overlap the scratch buffers):
  *   - wide images (tw >= WIDE tiles per row): per (sample, channel) plane, through a
  *     zero-bordered copy of it, one tile row at a time;
- *   - small images: per channel, blocks of BLOCK consecutive tiles (of all samples), whose
- *     values are gathered into one array per tile element first.
+ *   - planes of at least PLANE_TILES tiles: per (sample, channel) plane, blocks of BLOCK
+ *     consecutive tiles gathered into one array per tile element, through a zero-bordered
+ *     plane (a copy of the image or output plane, or the sum of the input adjoint);
+ *   - smaller images: per channel, blocks of BLOCK consecutive tiles (of all samples),
+ *     gathered the same way, with a bounds check per value.
  */
 #define A (M + 2)
 #define P (A * A)
@@ -264,6 +267,32 @@ static void F(corner)(const mg_wino_args *a, size_t t, int pad, size_t *n, ptrdi
 
 /* ---- the four transforms of one channel ------------------------------------------------ */
 
+/* Big planes on the SIMD loop over tiles: one zero-bordered copy of each (sample, channel)
+ * plane, then every tile's values gathered from it without bounds checks (per tile, the
+ * checks cost more than the transform); the values, hence the bits, are the same. */
+static void F(input_planes)(const mg_wino_args *a, size_t c, T (*d)[BLOCK], T *pad)
+{
+    T *v[P];
+    size_t rows = M * a->th + 2, cols = M * a->tw + 2, per = a->th * a->tw;
+    for (size_t n = 0; n < a->n; n++) {
+        const T *x = (const T *)a->src + (n * a->c + c) * a->h * a->w;
+        TYPED(pad_plane)(x, a->h, a->w, a->ph, a->pw, rows, cols, pad);
+        for (size_t t0 = 0; t0 < per; t0 += BLOCK) {
+            size_t nb = per - t0 < BLOCK ? per - t0 : BLOCK;
+            for (size_t k = 0; k < nb; k++) {
+                const T *p0 = pad + M * ((t0 + k) / a->tw) * cols + M * ((t0 + k) % a->tw);
+                UNROLL
+                for (int i = 0; i < A; i++)
+                    UNROLL
+                    for (int j = 0; j < A; j++)
+                        d[A * i + j][k] = p0[i * cols + j];
+            }
+            F(planes_at)(a, a->dst, c, n * per + t0, v);
+            F(input_soa)(d, nb, v);
+        }
+    }
+}
+
 static void F(input_channel)(const mg_wino_args *a, size_t c, T *scratch)
 {
     T *v[P];
@@ -281,6 +310,10 @@ static void F(input_channel)(const mg_wino_args *a, size_t c, T *scratch)
         return;
     }
     T(*d)[BLOCK] = (T(*)[BLOCK])scratch;
+    if (a->th * a->tw >= PLANE_TILES) {
+        F(input_planes)(a, c, d, scratch + P * BLOCK);
+        return;
+    }
     for (size_t t0 = 0; t0 < a->t; t0 += BLOCK) {
         size_t nb = a->t - t0 < BLOCK ? a->t - t0 : BLOCK;
         for (size_t k = 0; k < nb; k++) {
@@ -298,6 +331,37 @@ static void F(input_channel)(const mg_wino_args *a, size_t c, T *scratch)
         }
         F(planes_at)(a, a->dst, c, t0, v);
         F(input_soa)(d, nb, v);
+    }
+}
+
+/* Big planes on the SIMD loop over tiles: each block's outputs go to a plane of whole
+ * tiles without bounds checks, cropped into the output plane once it is complete. */
+static void F(output_planes)(const mg_wino_args *a, size_t f, T (*y)[BLOCK], T *whole)
+{
+    T *m[P];
+    const T *bias = a->bias ? (const T *)a->bias + f : NULL;
+    size_t cols = M * a->tw, per = a->th * a->tw;
+    for (size_t n = 0; n < a->n; n++) {
+        for (size_t t0 = 0; t0 < per; t0 += BLOCK) {
+            size_t nb = per - t0 < BLOCK ? per - t0 : BLOCK;
+            F(planes_at)(a, a->src, f, n * per + t0, m);
+            F(output_soa)((const T *const *)m, nb, y);
+            if (bias)
+                UNROLL
+                for (int q = 0; q < M * M; q++)
+                    TYPED(add_bias)(y[q], nb, *bias);
+            for (size_t k = 0; k < nb; k++) {
+                T *o = whole + M * ((t0 + k) / a->tw) * cols + M * ((t0 + k) % a->tw);
+                UNROLL
+                for (int i = 0; i < M; i++)
+                    UNROLL
+                    for (int j = 0; j < M; j++)
+                        o[i * cols + j] = y[M * i + j][k];
+            }
+        }
+        T *dst = (T *)a->dst + (n * a->c + f) * a->oh * a->ow;
+        for (size_t r = 0; r < a->oh; r++)
+            memcpy(dst + r * a->ow, whole + r * cols, a->ow * sizeof(T));
     }
 }
 
@@ -323,6 +387,10 @@ static void F(output_channel)(const mg_wino_args *a, size_t f, T *scratch)
         return;
     }
     T(*y)[BLOCK] = (T(*)[BLOCK])scratch;
+    if (a->th * a->tw >= PLANE_TILES) {
+        F(output_planes)(a, f, y, scratch + P * BLOCK);
+        return;
+    }
     for (size_t t0 = 0; t0 < a->t; t0 += BLOCK) {
         size_t nb = a->t - t0 < BLOCK ? a->t - t0 : BLOCK;
         F(planes_at)(a, a->src, f, t0, m);
@@ -339,6 +407,31 @@ static void F(output_channel)(const mg_wino_args *a, size_t f, T *scratch)
             for (int i = 0; i < M && (size_t)r0 + i < a->oh; i++)
                 for (int j = 0; j < M && (size_t)c0 + j < a->ow; j++)
                     o[i * (ptrdiff_t)a->ow + j] = y[M * i + j][k];
+        }
+    }
+}
+
+/* Big planes on the SIMD loop over tiles: dy copied into a plane of whole tiles (zeros
+ * past its edge), then gathered without bounds checks. */
+static void F(output_adjoint_planes)(const mg_wino_args *a, size_t f, T (*e)[BLOCK], T *whole)
+{
+    T *dm[P];
+    size_t rows = M * a->th, cols = M * a->tw, per = a->th * a->tw;
+    for (size_t n = 0; n < a->n; n++) {
+        const T *g = (const T *)a->src + (n * a->c + f) * a->oh * a->ow;
+        TYPED(pad_plane)(g, a->oh, a->ow, 0, 0, rows, cols, whole);
+        for (size_t t0 = 0; t0 < per; t0 += BLOCK) {
+            size_t nb = per - t0 < BLOCK ? per - t0 : BLOCK;
+            for (size_t k = 0; k < nb; k++) {
+                const T *p0 = whole + M * ((t0 + k) / a->tw) * cols + M * ((t0 + k) % a->tw);
+                UNROLL
+                for (int i = 0; i < M; i++)
+                    UNROLL
+                    for (int j = 0; j < M; j++)
+                        e[M * i + j][k] = p0[i * cols + j];
+            }
+            F(planes_at)(a, a->dst, f, n * per + t0, dm);
+            F(output_adjoint_soa)(e, nb, dm);
         }
     }
 }
@@ -362,6 +455,10 @@ static void F(output_adjoint_channel)(const mg_wino_args *a, size_t f, T *scratc
         return;
     }
     T(*e)[BLOCK] = (T(*)[BLOCK])scratch;
+    if (a->th * a->tw >= PLANE_TILES) {
+        F(output_adjoint_planes)(a, f, e, scratch + P * BLOCK);
+        return;
+    }
     for (size_t t0 = 0; t0 < a->t; t0 += BLOCK) {
         size_t nb = a->t - t0 < BLOCK ? a->t - t0 : BLOCK;
         for (size_t k = 0; k < nb; k++) {
@@ -379,6 +476,33 @@ static void F(output_adjoint_channel)(const mg_wino_args *a, size_t f, T *scratc
         }
         F(planes_at)(a, a->dst, f, t0, dm);
         F(output_adjoint_soa)(e, nb, dm);
+    }
+}
+
+/* Big planes on the SIMD loop over tiles: each tile added, in tile order, to a zeroed
+ * plane with a border (no bounds checks), whose inside is the image's gradient. */
+static void F(input_adjoint_planes)(const mg_wino_args *a, size_t c, T *const *dd, T *pad)
+{
+    T *v[P];
+    size_t rows = M * a->th + 2, cols = M * a->tw + 2, per = a->th * a->tw;
+    for (size_t n = 0; n < a->n; n++) {
+        memset(pad, 0, rows * cols * sizeof(T));
+        for (size_t t0 = 0; t0 < per; t0 += BLOCK) {
+            size_t nb = per - t0 < BLOCK ? per - t0 : BLOCK;
+            F(planes_at)(a, a->src, c, n * per + t0, v);
+            F(input_adjoint_soa)((const T *const *)v, nb, dd);
+            for (size_t k = 0; k < nb; k++) {
+                T *p0 = pad + M * ((t0 + k) / a->tw) * cols + M * ((t0 + k) % a->tw);
+                UNROLL
+                for (int i = 0; i < A; i++)
+                    UNROLL
+                    for (int j = 0; j < A; j++)
+                        p0[i * cols + j] = p0[i * cols + j] + dd[A * i + j][k];
+            }
+        }
+        T *x = (T *)a->dst + (n * a->c + c) * a->h * a->w;
+        for (size_t r = 0; r < a->h; r++)
+            memcpy(x + r * a->w, pad + (a->ph + r) * cols + a->pw, a->w * sizeof(T));
     }
 }
 
@@ -405,6 +529,10 @@ static void F(input_adjoint_channel)(const mg_wino_args *a, size_t c, T *scratch
             for (size_t r = 0; r < a->h; r++)
                 memcpy(x + r * a->w, pad + (a->ph + r) * cols + a->pw, a->w * sizeof(T));
         }
+        return;
+    }
+    if (a->th * a->tw >= PLANE_TILES) {
+        F(input_adjoint_planes)(a, c, dd, pad);
         return;
     }
     for (size_t n = 0; n < a->n; n++)

@@ -135,7 +135,11 @@ def test_swap01(path, dtype, nthreads):
 
 WINOGRAD = [((2, 3, 7, 9), (1, 1)), ((1, 2, 4, 4), (0, 0)), ((3, 2, 5, 6), (2, 1)),
             ((2, 3, 3, 3), (0, 1)), ((1, 4, 1, 1), (1, 1)), ((2, 5, 32, 32), (1, 1)),
-            ((1, 2, 19, 40), (1, 0))]
+            ((1, 2, 19, 40), (1, 0)),
+            # planes of 16 tiles or more go plane by plane (a zero-bordered copy each; the
+            # shapes above cover both ways): blocks of 64 tiles and a partial one, partial
+            # tiles at the edges for F(4x4), a narrow tall plane for F(2x2)
+            ((2, 3, 37, 35), (1, 0)), ((1, 2, 40, 9), (1, 1))]
 
 
 @pytest.mark.parametrize("tile", [2, 4])
@@ -636,6 +640,7 @@ CONV_OPS = [
 @pytest.mark.parametrize("case", CONV_OPS, ids=lambda c: "x".join(map(str, c[0])))
 def test_convolution_kernels_match_numpy_path(numpy_ops, monkeypatch, dtype, case):
     monkeypatch.setattr(ops_conv, "_CHUNK_BYTES", 1)         # one sample per chunk
+    monkeypatch.setattr(ops_conv, "_WINOGRAD_MIN_CHANNELS", 1)   # Winograd on few channels
     shape, wshape, attrs = case
     rng = np.random.default_rng(10)
     arrays = [randn(rng, shape, dtype), randn(rng, wshape, dtype), randn(rng, wshape[0], dtype)]
