@@ -62,8 +62,12 @@ def parse(argv=None):
                              "the workers' codes)")
     parser.add_argument("--tc", default="tc", help="the tc binary (default: tc on PATH)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="cProfile worker 0 of minigluon's and MXNet's dist jobs; "
-                             "each row gets the N functions of most own time")
+                        help="cProfile worker 0 of minigluon's and MXNet's dist jobs (and "
+                             "minigluon's server 0 with --profile-server), timed by the "
+                             "thread's CPU clock; each row gets the N functions of most "
+                             "own CPU time")
+    parser.add_argument("--profile-server", action="store_true",
+                        help="with --profile: also minigluon's server 0, its whole run")
     parser.add_argument("--job-deadline", type=float, default=600, help="seconds per run")
     args = parser.parse_args(argv)
     args.rates = {name: links.parse_rate(name) for name in _names(args.links, "--links")}
@@ -108,15 +112,23 @@ def _short(name):
 
 
 def run_compute(system, hosts, model, args):
-    """Seconds per step of `args.workers` compute-only workers running at once (each on
-    its worker's host, where the network is idle)."""
-    job = Job(args.job_deadline)
+    """(seconds per step, {worker: CPU seconds per timed step}) of `args.workers`
+    compute-only workers running at once (each on its worker's host, where the network
+    is idle)."""
+    job, marks = Job(args.job_deadline), {}
     try:
         system.compute(job, hosts, model, args)
-        results = job.run()
+        results = job.run(on_mark=lambda mark: marks.update({mark: job.cpu_seconds()}))
     finally:
         job.close()
-    return sum(r["step_s"] for r in results.values()) / len(results)
+    return (sum(r["step_s"] for r in results.values()) / len(results),
+            _cpu_per_step(marks, args.steps_of(model)))
+
+
+def _cpu_per_step(marks, steps):
+    """{process: CPU seconds per timed step} from the CPU read at the two marks."""
+    before, after = marks["begin"], marks["end"]
+    return {n: round((after[n] - before[n]) / steps, 4) for n in after if n in before}
 
 
 def run_dist(system, lab, hosts, model, args, port, compression="none"):
@@ -125,20 +137,22 @@ def run_dist(system, lab, hosts, model, args, port, compression="none"):
     job, marks = Job(args.job_deadline), {}
 
     def read_links(mark):        # while worker 0 waits at the window's start or end
-        marks[mark] = (links.counters(lab), links.drops(lab, hosts.values(), args.tc),
-                       job.cpu_seconds())
+        marks[mark] = (links.counters(lab), links.drops(lab, hosts.values(), args.tc))
+        cpus[mark] = job.cpu_seconds()
+    cpus = {}
     try:
         system.dist(job, hosts, model, args, port, compression)
         results = job.run(on_mark=read_links)
+        profile = system.server_profile(job)
     finally:
         job.close()
-    (before, dropped_before, cpu_before), (after, dropped_after, cpu_after) = \
-        marks["begin"], marks["end"]
+    (before, dropped_before), (after, dropped_after) = marks["begin"], marks["end"]
     steps = args.steps_of(model)
     per_step = {h: [(after[h][i] - before[h][i]) / steps for i in (0, 1)] for h in after}
-    cpu = {n: round((cpu_after[n] - cpu_before[n]) / steps, 4)
-           for n in cpu_after if n in cpu_before}
-    return results["worker0"], per_step, dropped_after - dropped_before, _params(results), cpu
+    if profile is not None:
+        results["worker0"]["server0_profile"] = profile
+    return (results["worker0"], per_step, dropped_after - dropped_before, _params(results),
+            _cpu_per_step(cpus, steps))
 
 
 def _params(results):
@@ -185,8 +199,9 @@ class LinkRun:
                          key("bytes_per_step"): {h: [round(b) for b in v]
                                                  for h, v in per_step.items()},
                          key("tbf_drops"): dropped, key("cpu_s_per_step"): cpu})
-        if "profile" in first:
-            self.row[key("profile")] = first["profile"]
+        for what in ("profile", "server0_profile"):
+            if what in first:
+                self.row[key(what)] = first[what]
         self.row.setdefault("params", {})[name] = params
 
 
@@ -204,8 +219,10 @@ def run_link(tag, link, rate, model, systems_, args):
         for _ in range(args.rounds):
             run.row = dict(base)
             for name, system in systems_.items():
-                compute = run_compute(system, run.hosts, model, args)
-                run.row["compute_s" if name == "minigluon" else f"{name}_compute_s"] = compute
+                compute, cpu = run_compute(system, run.hosts, model, args)
+                prefix = LinkRun.PREFIXES[name]
+                run.row[f"{prefix}compute_s"] = compute
+                run.row[f"{prefix}compute_cpu_s_per_step"] = cpu
                 run.dist(name, system, compute)
                 if name in NO_2BIT:
                     run.row[f"{name}_2bit"] = "not run: " + NO_2BIT[name]

@@ -11,9 +11,11 @@ With DMLC_ROLE=scheduler or server, importing the framework runs that role and e
 import argparse
 import cProfile
 import io
+import json
 import os
 import pstats
 import sys
+import time
 
 import numpy as np
 
@@ -37,7 +39,11 @@ def parse():
     parser.add_argument("--marks", action="store_true",
                         help="print marks around the timed steps and wait for 'go'")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="cProfile the steps; report the N functions of most own time")
+                        help="cProfile the steps, timed by this thread's CPU clock; report "
+                             "the N functions of most own CPU time")
+    parser.add_argument("--profile-out", metavar="PATH",
+                        help="as a minigluon server or scheduler: profile the whole run "
+                             "and write those lines to PATH (JSON)")
     return parser.parse_args()
 
 
@@ -61,8 +67,26 @@ def make_kvstore(mx, args):
     return kv, kv.rank
 
 
+def serve_profiled(args):
+    """Serve the role of DMLC_ROLE (importing the framework does) under cProfile; write
+    its top functions to --profile-out, then exit with the role's status."""
+    profiler, status = cProfile.Profile(time.thread_time), 0
+    profiler.enable()
+    try:
+        framework(args.framework)
+    except SystemExit as done:
+        status = done.code
+    finally:
+        profiler.disable()
+        with open(args.profile_out, "w") as out:
+            json.dump(top(profiler, args.profile), out)
+    sys.exit(status)
+
+
 def main():
     args = parse()
+    if args.profile_out and os.environ.get("DMLC_ROLE") in ("server", "scheduler"):
+        serve_profiled(args)
     mx, models = framework(args.framework)
     kv, rank = make_kvstore(mx, args)
     mx.random.seed(0)
@@ -82,7 +106,7 @@ def main():
             loss = loss_fn(net(data), label)
         loss.backward()
         trainer.step(args.batch)
-    profiler = cProfile.Profile() if args.profile else None
+    profiler = cProfile.Profile(time.thread_time) if args.profile else None
     timed = step if profiler is None else lambda: profiler.runcall(step)
     seconds = measure(timed, args.warmup, args.steps, args.marks, sync=mx.nd.waitall)
     params = sum(int(np.prod(p.shape)) for p in net.collect_params().values()

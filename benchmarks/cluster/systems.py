@@ -6,6 +6,7 @@ gluon_worker.py) and PyTorch DDP over gloo (workers only, ddp_worker.py).
     system.compute(job, hosts, model, args)      # the workers at once, no kvstore
     system.dist(job, hosts, model, args, port, compression="2bit")
 """
+import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -63,8 +64,27 @@ class Gluon:
             role = name.rstrip("0123456789")
             first = name == "worker0"
             more = ["--marks", "--profile", str(args.profile)] if first else []
+            if name == "server0" and self._profiles_server(args):
+                more = ["--profile", str(args.profile), "--profile-out",
+                        self._profile_path(job)]
             job.start(name, host, argv + more, dict(common, DMLC_ROLE=role),
                       worker=(role == "worker"), marks=first)
+
+    def _profiles_server(self, args):
+        # MXNet's server runs in C++ inside its import: a Python profile shows nothing
+        return self.framework == "minigluon" and args.profile and args.profile_server
+
+    @staticmethod
+    def _profile_path(job):
+        return os.path.join(job.dir.name, "server0.profile.json")
+
+    def server_profile(self, job):
+        """Server 0's profile lines once the job has ended, or None (not profiled)."""
+        path = self._profile_path(job)
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return json.load(f)
 
 
 class DDP:
@@ -83,6 +103,9 @@ class DDP:
             name = f"worker{w}"
             job.start(name, hosts[name], self._argv(model, args, *["--marks"] * (w == 0)),
                       base_env(""), worker=True, marks=(w == 0))
+
+    def server_profile(self, job):
+        return None               # DDP has no servers
 
     def dist(self, job, hosts, model, args, port, compression="none"):
         if compression != "none":

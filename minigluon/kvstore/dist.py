@@ -128,7 +128,8 @@ class _WorkerNode:
         self.segments = []          # shared memory this worker made (unlinked at exit)
         self.named = {}             # segment name -> Segment
         self.shm = self.shm_probed = [False] * self.po.num_servers   # until probed
-        if config.ps_replicas():       # a lost server's requests go to its replica
+        self.replicas = bool(config.ps_replicas())
+        if self.replicas:              # a lost server's requests go to its replica
             self.po.van.keep_requests = True
             self._stand_in()
             self.po.listen(Cmd.FAILOVER, self._failover)
@@ -309,11 +310,12 @@ def current_resume():
 class _KeyInfo:
     """What a worker knows about a key: its layout, servers and push count."""
 
-    __slots__ = ("key", "shape", "dtype", "size", "parts", "pushes", "send_buf",
+    __slots__ = ("key", "shape", "dtype", "itemsize", "size", "parts", "pushes", "send_buf",
                  "send_reqs", "dev_buf", "pull_buf", "segments", "row", "later")
 
     def __init__(self, key, shape, dtype, parts, row=None):
         self.key, self.shape, self.dtype, self.parts = key, shape, dtype, parts
+        self.itemsize = np.dtype(dtype).itemsize
         self.row = row            # row_sparse key: the elements of one row; dense: None
         self.size = int(np.prod(shape, dtype=np.int64)) if shape else 1
         self.pushes = 0           # pushes so far = the round a pull waits for (dist_sync)
@@ -824,7 +826,7 @@ class KVStoreDist(KVStore):
                           dtype=info.dtype, shape=info.shape, version=info.pushes, offset=off,
                           length=n, priority=priority)
             seg = None
-            if self._shm_for(server, n * np.dtype(info.dtype).itemsize):
+            if self._shm_for(server, n * info.itemsize):
                 seg = self._segment(info, "pull", i)
                 msg.flags |= Flag.SHM
                 msg.payload = [SegmentName(seg.name).encode()]
@@ -848,10 +850,10 @@ class KVStoreDist(KVStore):
         # with replicas a push is acknowledged once its round is copied, per key; a bucket's
         # one ACK would not say which keys were copied, so replicated jobs push key by key
         if info is None or info.row is not None or \
-                len(info.parts) != 1 or not isinstance(key, int) or config.ps_replicas():
+                len(info.parts) != 1 or not isinstance(key, int) or self._node.replicas:
             return None
         server, _, n = info.parts[0]
-        nbytes = n * np.dtype(info.dtype).itemsize
+        nbytes = n * info.itemsize
         return None if nbytes >= limit or self._shm_for(server, nbytes) else server
 
     def push_bucket(self, items):

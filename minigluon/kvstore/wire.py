@@ -42,7 +42,8 @@ import numpy as np
 from .base import KVStoreError
 from .messages import BodyError, BucketEntry, BucketTable, RowIds, SegmentName, Text
 
-__all__ = ["Cmd", "Flag", "Message", "WireError", "header_flags", "payload_kind", "words_for"]
+__all__ = ["Cmd", "Flag", "Message", "WireError", "flag_names", "header_flags", "payload_kind",
+           "words_for"]
 
 MAGIC = b"MG"
 VERSION = 2          # 2: the header's `priority`
@@ -113,8 +114,10 @@ class Cmd(enum.IntEnum):
     VALUES = 24        # payload: BucketTable, then each key's array
 
 
-class Flag(enum.IntFlag):
-    """Header flag bits."""
+class Flag:
+    """Header flag bits, plain ints: every message's flags are tested a few times on its
+    way, and an enum.IntFlag's `&` and `|` build a new member in Python each time (in a
+    ResNet-18 step, about 10 ms of a server's CPU); `flag_names` spells a set of bits."""
     NONE = 0
     KEY_STR = 1          # the key is the str in the header tail, not the int field
     SYNC = 2             # dist_sync semantics (merge W pushes per round)
@@ -123,6 +126,13 @@ class Flag(enum.IntFlag):
     SHM = 16             # the array is in the shared-memory segment the payload names
     AUTH = 32            # an authentication tag frame follows the payload (auth.py)
     ROW_SPARSE = 64      # row_sparse key (INIT, INIT_WAIT); rows only (PUSH, PULL, VALUE)
+
+
+def flag_names(bits):
+    """The names of the flag bits in `bits`: 'SHM|ROW_SPARSE' ('NONE' for 0)."""
+    names = [name for name, bit in vars(Flag).items()
+             if name.isupper() and bit and bits & bit]
+    return "|".join(names) or "NONE"
 
 
 _ARRAY, _BYTES, _NONE, _BUCKET = "array", "bytes", "none", "bucket"
@@ -410,7 +420,7 @@ def _check_bucket(msg):
     if msg.cmd != Cmd.PUSH_MANY:         # only pushes are compressed
         odd |= msg.flags & Flag.COMPRESSED_2BIT
     if odd:
-        raise WireError(f"{msg.cmd.name}: flags {Flag(odd)!r} are not for buckets (they "
+        raise WireError(f"{msg.cmd.name}: flags {flag_names(odd)} are not for buckets (they "
                         "carry small dense keys over the socket; only a PUSH_MANY may "
                         "carry 2-bit codes)")
     if not msg.payload:

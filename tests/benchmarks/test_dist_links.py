@@ -18,7 +18,8 @@ import netlab  # noqa: E402  (tests/realhosts, put on the path by links)
 
 TAG = f"{links.PREFIX}{os.getpid()}t"
 KEYS = {"link", "model", "compute_s", "dist_s", "wire_s", "efficiency", "overlap_bound",
-        "bytes_per_step", "tbf_drops", "shaping", "measured_link", "params"}
+        "bytes_per_step", "tbf_drops", "shaping", "measured_link", "params",
+        "cpu_s_per_step", "compute_cpu_s_per_step", "profile", "server0_profile"}
 _why_not = []
 
 
@@ -83,9 +84,17 @@ STEPS = 3              # timed steps of the tiny run
 def test_a_tiny_lenet_run_prints_every_key_and_leaves_no_namespace(needs_namespaces):
     # 2-bit is left out to keep the test short: it would be one more job of 4 processes
     out, pid = run_harness("--links", "200mbit", "--models", "lenet", "--warmup", "1",
-                           "--steps", str(STEPS), "--no-2bit")
+                           "--steps", str(STEPS), "--no-2bit", "--profile", "3",
+                           "--profile-server")
     (row,) = out["results"]
     assert KEYS <= set(row), sorted(KEYS - set(row))
+    # every process's CPU per timed step, the compute-only job's workers' too
+    assert set(row["cpu_s_per_step"]) == {"scheduler", "server0", "worker0", "worker1"}
+    assert set(row["compute_cpu_s_per_step"]) == {"worker0", "worker1"}
+    assert all(v > 0 for v in row["compute_cpu_s_per_step"].values()), row
+    # the profiles (worker 0, server 0): a header line and 3 functions each
+    for what in ("profile", "server0_profile"):
+        assert row[what][0].startswith("ncalls") and len(row[what]) == 4, row[what]
     assert (row["link"], row["model"]) == ("200mbit", "lenet")
     assert row["efficiency"] == pytest.approx(row["compute_s"] / row["dist_s"])
     assert row["overlap_bound"] == pytest.approx(

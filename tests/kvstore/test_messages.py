@@ -14,7 +14,7 @@ from minigluon.kvstore.messages import (BODIES, Abort, BodyError, BucketEntry, B
                                         OptimizerBlob, ProbeToken, Registration, ReplicaOp,
                                         ResumePoint, RowIds, SegmentName, ServerEntry,
                                         StateAsk, StatesBlob, Text, WorkerJoined)
-from minigluon.kvstore.wire import Cmd, Flag, Message, WireError, payload_kind
+from minigluon.kvstore.wire import Cmd, Flag, Message, WireError, flag_names, payload_kind
 
 TOKEN = bytes(range(16))
 LOST = {"role": "worker", "rank": 1, "pid": 4242, "address": "127.0.0.1"}
@@ -263,6 +263,20 @@ def test_bad_buckets_name_the_key_or_the_frames():
         Message.decode([bytes(f) if not isinstance(f, bytes) else f for f in shm])
     with pytest.raises(WireError, match="PULL_MANY needs a bucket table frame"):
         Message.decode(Message(Cmd.PULL_MANY).encode())
+    mixed = Message(Cmd.PULL_MANY, flags=Flag.SHM | Flag.ROW_SPARSE, payload=[outside])
+    with pytest.raises(WireError, match=r"PULL_MANY: flags SHM\|ROW_SPARSE are not for"):
+        Message.decode([bytes(f) for f in mixed.encode()])
+
+
+def test_flags_are_plain_ints_and_are_named_in_errors():
+    # plain ints: a test of a flag bit is one int operation (an enum.IntFlag's builds a
+    # new member in Python), and a message's flags compare as the header's field does
+    assert all(type(bit) is int for name, bit in vars(Flag).items() if name.isupper())
+    bits = Flag.SYNC | Flag.COMPRESSED_2BIT
+    assert Message.decode(Message(Cmd.PULL, key=1, flags=bits, dtype=np.float32, shape=(4,),
+                                  offset=0, length=4).encode()).flags == bits == 6
+    assert flag_names(Flag.SHM | Flag.ROW_SPARSE) == "SHM|ROW_SPARSE"
+    assert flag_names(Flag.NONE) == "NONE"
 
 
 # ---- fuzz ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import zmq
 from minigluon import config
 from minigluon.kvstore.auth import TAG_BYTES, ZERO_NONCE, Auth
 from minigluon.kvstore.resender import DuplicateFilter, Resender
-from minigluon.kvstore.van import Dropper, TimeoutError as KVTimeoutError, Van
+from minigluon.kvstore.van import Dropper, TimeoutError as KVTimeoutError, Van, _frames_bytes
 from minigluon.kvstore.wire import Cmd, Flag, Message
 
 SECRET = b"0123456789abcdef-test-secret"
@@ -261,6 +261,24 @@ def test_messages_without_a_valid_tag_are_refused_and_never_handled(served, capl
     assert "from b'rogue-plain'" in log and "has no authentication tag" in log
     assert "from b'rogue-wrong'" in log and "authentication tag does not match" in log
     assert "job nonce is not this job's" in log
+
+
+def test_byte_counters_count_every_frame_kind_by_its_bytes(served):
+    # frames are bytes (headers), NumPy arrays (payloads: their bytes, not their length),
+    # memoryviews and received zmq Frames
+    assert _frames_bytes([b"abc", np.zeros((2, 3), np.float32), memoryview(b"xy"),
+                          zmq.Frame(b"12345"), bytearray(4)]) == 3 + 24 + 2 + 5 + 4
+    server = served()
+    van = client(server.address)
+    try:
+        push = Message(Cmd.PUSH, key=1, dtype=np.float32, shape=(1000,), offset=0,
+                       length=1000, payload=[np.ones(1000, np.float32)])
+        header = len(push.encode()[0])
+        van.wait([van.request("server 0", push, "a push")])
+    finally:
+        van.close()
+    assert van.bytes_sent == header + 4000
+    assert van.bytes_received == len(Message(Cmd.ACK).encode()[0])
 
 
 def test_a_tracked_reply_is_done_only_once_zmq_has_written_its_payload():
