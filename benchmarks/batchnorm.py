@@ -7,8 +7,8 @@ two operators one after the other.
         python benchmarks/batchnorm.py --torch-python /tmp/tvenv/bin/python \
         [--rounds 5] [--shapes mbv2_96x112,2x8x5x5,...] [--threads 1]
 
-Phases: `train_fwd` / `train_bwd` (batch statistics, moving ones updated; the backward of
-x, gamma and beta), `infer_fwd` (moving statistics, nothing recorded); `relu_*` the same
+Phases: `train_fwd` / `train_bwd` (batch statistics, moving ones updated; the gradients
+of x, gamma and beta, by autograd.grad on both sides), `infer_fwd` (moving statistics, nothing recorded); `relu_*` the same
 with relu after the BatchNorm (PyTorch: in place, as torchvision's models), `fused_*`
 minigluon's fused operator (absent on a tree without it: run the script from this tree
 with PYTHONPATH=OLD_TREE to measure an older tree's kernels). Each round times every
@@ -87,7 +87,10 @@ class MinigluonSide:
             with self.autograd.record():
                 return forward()
         fwd, y = cpu_ms(recorded)
-        bwd, _ = cpu_ms(lambda: (y.backward(self.head), self.x.grad.wait_to_read()))
+        # autograd.grad, as torch.autograd.grad: the gradients are returned, not copied
+        # into the leaves' buffers (a network's BatchNorm hands dx to the layer before)
+        bwd, _ = cpu_ms(lambda: [g.wait_to_read() for g in self.autograd.grad(
+            y, [self.x, self.gamma, self.beta], self.head)])
         return fwd, bwd
 
     def _infer(self, forward):
@@ -123,8 +126,8 @@ class TorchSide:
     def _train(self, forward):
         self.bn.train()
         fwd, y = cpu_ms(forward)
-        bwd, _ = cpu_ms(lambda: y.backward(self.head))
-        self.x.grad = self.bn.weight.grad = self.bn.bias.grad = None
+        bwd, _ = cpu_ms(lambda: self.torch.autograd.grad(
+            y, [self.x, self.bn.weight, self.bn.bias], self.head))
         return fwd, bwd
 
     def _infer(self, forward):

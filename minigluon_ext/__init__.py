@@ -64,7 +64,7 @@ ops_nn and ops_elemwise call them on host arrays), multi-threaded over rows, pla
   rounding, not bit for bit.  `batch_norm_forward(x, mean, scale, shift)` =
   (x - mean)*scale + shift, `batch_norm_backward(x, dy, mean, a, b, k)` =
   (dy*a + (x - mean)*b) + k, per channel.
-- The same fused, one channel at a time (its passes while it is in the cache), with an
+- The same fused, a block of channels at a time (its passes while it is in the cache), with an
   activation `act` after the normalization: None, "relu", or (lo, hi) for clip (ReLU6 is
   (0, 6)). `params` is (4, C) in x's dtype: rows mean, scale, shift, inv_std.
   `batch_norm_train(x, gamma, beta, eps, act)` -> (out, params, mean, var): the statistics

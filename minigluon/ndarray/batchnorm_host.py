@@ -1,8 +1,8 @@
 """BatchNorm of a host float32/float64 array on minigluon_ext's fused kernels, with an
 optional activation after it (relu, or clip for ReLU6) in the same passes.
 
-The kernels take one channel at a time and do all of its passes while it is in the
-cache: in training the statistics and the normalized (and activated) output, in backward
+The kernels take a block of channels at a time and do all of its passes while it is in
+the cache: in training the statistics and the normalized (and activated) output, in backward
 the two gradient sums and the data gradient. The activation's gradient is recomputed from
 the saved input, so neither the normalized map nor a mask is kept. The values are those of
 BatchNorm followed by the activation's own operator, bit for bit (docs/performance.md,

@@ -11,11 +11,12 @@
  * step to the data's dtype in the order written, with no fused multiply-add, as NumPy
  * evaluates the same expressions.
  *
- * The fused kernels (mg_bn_train_task, mg_bn_apply_task, mg_bn_grad_task) do one channel
- * at a time, all of its passes together: a channel of a zoo model's map (at most a few
- * hundred KiB) stays in the core's cache between them, so the data is read from memory
- * once.  The activation's gradient factor is recomputed from x, which gives the same bits
- * as the forward's output (no contraction), instead of reading that output again.
+ * The fused kernels (mg_bn_train_task, mg_bn_apply_task, mg_bn_grad_task) do one block
+ * of channels at a time (BLOCK_BYTES below), all of its passes together: a block (a zoo
+ * channel is at most 800 KiB) stays in the core's cache between them, so the data is read
+ * from memory once.  The activation's gradient factor is recomputed from x, which gives
+ * the same bits as the forward's output (no contraction), instead of reading that output
+ * again.
  */
 #include <math.h>
 
@@ -23,6 +24,14 @@
 #include "layers.h"
 
 #define LANES 8
+/* Channels are taken in blocks of about BLOCK_BYTES of data (a map's channels side by
+ * side, each of its rows in memory order): a channel of a small map is only a few short
+ * runs, spread over the whole array, which the hardware prefetcher cannot follow alone
+ * (16 x 960 x 7 x 7: the sums took 5x the time of the same data as one contiguous run).
+ * Each channel still adds its runs in the order o = 0, 1, ..., so the bits do not depend
+ * on the blocks or on the threads. */
+#define BLOCK_BYTES (256 * 1024)
+#define MAX_BLOCK 64
 
 /* Per activation ACT: the forward of a run, the gradient's two sums, its map with batch
  * statistics, and its map with given statistics; VALUE is the output for y = the
@@ -121,161 +130,186 @@
         }                                                                                   \
     }                                                                                       \
                                                                                             \
-    /* the channel's mean and biased variance, in double */                                 \
-    static void stats_##SUF(const mg_bn_args *s, size_t c, double *mean, double *var)       \
+    /* per channel of the block [c0, c0 + nb): mean[j] and biased var[j], in double */      \
+    static void stats_##SUF(const mg_bn_args *s, size_t c0, size_t nb, double *mean,        \
+                            double *var)                                                    \
     {                                                                                       \
         const T *x = (const T *)s->x;                                                       \
         size_t count = s->outer * s->inner;                                                 \
-        if (!count) {                                                                       \
-            *mean = *var = 0;                                                               \
-            return;                                                                         \
+        double K[MAX_BLOCK], acc1[MAX_BLOCK][LANES] = {{0}}, acc2[MAX_BLOCK][LANES] = {{0}}; \
+        for (size_t j = 0; j < nb; j++) {                                                   \
+            /* inf - inf would turn an infinite mean into NaN */                            \
+            K[j] = count ? (double)x[(c0 + j) * s->inner] : 0;                              \
+            K[j] = isfinite(K[j]) ? K[j] : 0;                                               \
         }                                                                                   \
-        double K = (double)x[c * s->inner], acc1[LANES] = {0}, acc2[LANES] = {0};           \
-        double t1 = 0, t2 = 0;                                                              \
-        if (!isfinite(K)) /* inf - inf would turn an infinite mean into NaN */             \
-            K = 0;                                                                          \
         for (size_t o = 0; o < s->outer; o++)                                               \
-            shifted_##SUF(x + (o * s->c + c) * s->inner, s->inner, K, acc1, acc2);          \
-        for (int q = 0; q < LANES; q++) {                                                   \
-            t1 += acc1[q];                                                                  \
-            t2 += acc2[q];                                                                  \
+            for (size_t j = 0; j < nb; j++)                                                 \
+                shifted_##SUF(x + (o * s->c + c0 + j) * s->inner, s->inner, K[j], acc1[j],  \
+                              acc2[j]);                                                     \
+        for (size_t j = 0; j < nb; j++) {                                                   \
+            double t1 = 0, t2 = 0;                                                          \
+            for (int q = 0; q < LANES; q++) {                                               \
+                t1 += acc1[j][q];                                                           \
+                t2 += acc2[j][q];                                                           \
+            }                                                                               \
+            double d = count ? t1 / (double)count : 0;                                      \
+            double v = count ? t2 / (double)count - d * d : 0;                              \
+            mean[j] = K[j] + d;                                                             \
+            var[j] = v < 0 ? 0 : v; /* rounding only; NaN stays */                          \
         }                                                                                   \
-        double d = t1 / (double)count, v = t2 / (double)count - d * d;                      \
-        *mean = K + d;                                                                      \
-        *var = v < 0 ? 0 : v; /* rounding only; NaN stays */                                \
     }                                                                                       \
                                                                                             \
-    /* the four kernels of batch_norm_stats/forward/sums/backward, one channel */           \
-    static void channel_##SUF(const mg_bn_args *s, size_t c, int kind)                      \
+    /* the gradient sums of the block (g = dy * act'(y) from the params m, a, b), added    \
+     * to per-channel totals t1[j] (sum g) and t2[j] (sum g * (x - m)) */                   \
+    static void grad_sums_##SUF(const mg_bn_args *s, size_t c0, size_t nb, const T *m,     \
+                                const T *a, const T *b, double *t1, double *t2)             \
     {                                                                                       \
         const T *x = (const T *)s->x, *dy = (const T *)s->dy;                               \
-        const T *mean = (const T *)s->mean, *a = (const T *)s->a, *b = (const T *)s->b;     \
-        const T *k = (const T *)s->k;                                                       \
-        T *out = (T *)s->out;                                                               \
-        double acc1[LANES] = {0}, acc2[LANES] = {0}, total1 = 0, total2 = 0;                \
-        if (kind == 0) {                                                                    \
-            stats_##SUF(s, c, &s->s1[c], &s->s2[c]);                                        \
-            return;                                                                         \
-        }                                                                                   \
-        for (size_t o = 0; o < s->outer; o++) {                                             \
-            size_t at = (o * s->c + c) * s->inner;                                          \
-            if (kind == 1)                                                                  \
-                fwd_none_##SUF(x + at, out + at, s->inner, mean[c], a[c], b[c], 0, 0);      \
-            else if (kind == 2)                                                             \
-                sums_none_##SUF(x + at, dy + at, s->inner, 0, 0, 0, 0, 0,                   \
-                                (double)mean[c], acc1, acc2);                               \
-            else /* dy * a + (x - mean) * b + k: the none activation with a for g */       \
-                back_none_##SUF(x + at, dy + at, out + at, s->inner, mean[c], a[c], 0, 0,   \
-                                0, b[c], k[c]);                                             \
-        }                                                                                   \
-        if (kind == 2) {                                                                    \
-            for (int q = 0; q < LANES; q++) {                                               \
-                total1 += acc1[q];                                                          \
-                total2 += acc2[q];                                                          \
+        T lo = (T)s->lo, hi = (T)s->hi;                                                     \
+        double acc1[MAX_BLOCK][LANES] = {{0}}, acc2[MAX_BLOCK][LANES] = {{0}};              \
+        for (size_t o = 0; o < s->outer; o++)                                               \
+            for (size_t j = 0; j < nb; j++) {                                               \
+                size_t at = (o * s->c + c0 + j) * s->inner;                                 \
+                ACT_CALL(SUF, sums, s->act, x + at, dy + at, s->inner, m[j], a[j], b[j],    \
+                         lo, hi, (double)m[j], acc1[j], acc2[j]);                           \
             }                                                                               \
-            s->s1[c] = total1;                                                              \
-            s->s2[c] = total2;                                                              \
+        for (size_t j = 0; j < nb; j++) {                                                   \
+            t1[j] = t2[j] = 0;                                                              \
+            for (int q = 0; q < LANES; q++) {                                               \
+                t1[j] += acc1[j][q];                                                        \
+                t2[j] += acc2[j][q];                                                        \
+            }                                                                               \
         }                                                                                   \
     }                                                                                       \
                                                                                             \
-    /* out = act((x - mean) * scale + shift) for one channel, from the params rows */       \
-    static void apply_##SUF(const mg_bn_args *s, size_t c)                                  \
+    /* out = act((x - m) * a + b) over the block, the runs in memory order */               \
+    static void apply_##SUF(const mg_bn_args *s, size_t c0, size_t nb, const T *m,         \
+                            const T *a, const T *b)                                         \
     {                                                                                       \
-        const T *p = (const T *)s->p;                                                       \
-        T m = p[c], a = p[s->c + c], b = p[2 * s->c + c], lo = (T)s->lo, hi = (T)s->hi;     \
-        for (size_t o = 0; o < s->outer; o++) {                                             \
-            size_t at = (o * s->c + c) * s->inner;                                          \
-            ACT_CALL(SUF, fwd, s->act, (const T *)s->x + at, (T *)s->out + at, s->inner,    \
-                     m, a, b, lo, hi);                                                      \
-        }                                                                                   \
+        T lo = (T)s->lo, hi = (T)s->hi;                                                     \
+        for (size_t o = 0; o < s->outer; o++)                                               \
+            for (size_t j = 0; j < nb; j++) {                                               \
+                size_t at = (o * s->c + c0 + j) * s->inner;                                 \
+                ACT_CALL(SUF, fwd, s->act, (const T *)s->x + at, (T *)s->out + at,          \
+                         s->inner, m[j], a[j], b[j], lo, hi);                               \
+            }                                                                               \
+    }                                                                                       \
+                                                                                            \
+    /* the four kernels of batch_norm_stats/forward/sums/backward, one block */             \
+    static void block_##SUF(const mg_bn_args *s, size_t c0, size_t nb, int kind)            \
+    {                                                                                       \
+        const T *x = (const T *)s->x, *dy = (const T *)s->dy;                               \
+        const T *mean = (const T *)s->mean + c0, *a = (const T *)s->a + c0;                 \
+        const T *b = (const T *)s->b + c0, *k = (const T *)s->k + c0;                       \
+        T zero[MAX_BLOCK] = {0};                                                            \
+        if (kind == 0)                                                                      \
+            stats_##SUF(s, c0, nb, s->s1 + c0, s->s2 + c0);                                 \
+        else if (kind == 1)                                                                 \
+            apply_##SUF(s, c0, nb, mean, a, b); /* s->act is none there */                  \
+        else if (kind == 2)                                                                 \
+            grad_sums_##SUF(s, c0, nb, mean, zero, zero, s->s1 + c0, s->s2 + c0);           \
+        else /* dy * a + (x - mean) * b + k: the none activation's map with a for g */     \
+            for (size_t o = 0; o < s->outer; o++)                                           \
+                for (size_t j = 0; j < nb; j++) {                                           \
+                    size_t at = (o * s->c + c0 + j) * s->inner;                             \
+                    back_none_##SUF(x + at, dy + at, (T *)s->out + at, s->inner, mean[j],   \
+                                    a[j], 0, 0, 0, b[j], k[j]);                             \
+                }                                                                           \
     }                                                                                       \
                                                                                             \
     /* batch statistics, the params NumPy would compute from them, then the output */       \
-    static void train_##SUF(const mg_bn_args *s, size_t c)                                  \
+    static void train_##SUF(const mg_bn_args *s, size_t c0, size_t nb)                      \
     {                                                                                       \
         T *p = (T *)s->p;                                                                   \
-        stats_##SUF(s, c, &s->s1[c], &s->s2[c]);                                            \
-        /* as ops_nn: inv_std = 1 / sqrt(var + eps), scale = inv_std * gamma, each step   \
-         * rounded to T, eps too (NumPy 2 casts a Python float to the array's dtype) */     \
-        T inv = (T)1 / SQRT((T)s->s2[c] + (T)s->eps);                                       \
-        p[c] = (T)s->s1[c];                                                                 \
-        p[s->c + c] = s->gamma ? inv * ((const T *)s->gamma)[c] : inv;                      \
-        p[3 * s->c + c] = inv;                                                              \
-        apply_##SUF(s, c);                                                                  \
+        size_t C = s->c;                                                                    \
+        stats_##SUF(s, c0, nb, s->s1 + c0, s->s2 + c0);                                     \
+        for (size_t c = c0; c < c0 + nb; c++) {                                             \
+            /* as ops_nn: inv_std = 1 / sqrt(var + eps), scale = inv_std * gamma, each    \
+             * step rounded to T, eps too (NumPy 2 casts a Python float to the dtype) */    \
+            T inv = (T)1 / SQRT((T)s->s2[c] + (T)s->eps);                                   \
+            p[c] = (T)s->s1[c];                                                             \
+            p[C + c] = s->gamma ? inv * ((const T *)s->gamma)[c] : inv;                     \
+            p[3 * C + c] = inv;                                                             \
+        }                                                                                   \
+        apply_##SUF(s, c0, nb, p + c0, p + C + c0, p + 2 * C + c0);                         \
     }                                                                                       \
                                                                                             \
     /* the sums of g = dy * act'(y), then dx: with batch statistics (their gradient       \
      * included, coefficients as ops_nn computes them in double) or given ones */           \
-    static void grad_##SUF(const mg_bn_args *s, size_t c, int batch_stats)                  \
+    static void grad_##SUF(const mg_bn_args *s, size_t c0, size_t nb, int batch_stats)      \
     {                                                                                       \
         const T *p = (const T *)s->p, *x = (const T *)s->x, *dy = (const T *)s->dy;         \
-        T *out = (T *)s->out;                                                               \
-        T m = p[c], a = p[s->c + c], b = p[2 * s->c + c], inv = p[3 * s->c + c];            \
-        T lo = (T)s->lo, hi = (T)s->hi;                                                     \
-        double acc1[LANES] = {0}, acc2[LANES] = {0}, t1 = 0, t2 = 0;                        \
-        for (size_t o = 0; o < s->outer; o++) {                                             \
-            size_t at = (o * s->c + c) * s->inner;                                          \
-            ACT_CALL(SUF, sums, s->act, x + at, dy + at, s->inner, m, a, b, lo, hi,         \
-                     (double)m, acc1, acc2);                                                \
+        size_t C = s->c;                                                                    \
+        const T *m = p + c0, *a = p + C + c0, *b = p + 2 * C + c0, *inv = p + 3 * C + c0;   \
+        T lo = (T)s->lo, hi = (T)s->hi, bb[MAX_BLOCK], kk[MAX_BLOCK];                       \
+        grad_sums_##SUF(s, c0, nb, m, a, b, s->s1 + c0, s->s2 + c0);                        \
+        double count = (double)(s->outer * s->inner);                                       \
+        for (size_t j = 0; j < nb; j++) {                                                   \
+            double sd = (double)a[j], id = (double)inv[j];                                  \
+            bb[j] = (T)(-(sd * id * id * s->s2[c0 + j] / count));                           \
+            kk[j] = (T)(-(sd * s->s1[c0 + j] / count));                                     \
         }                                                                                   \
-        for (int q = 0; q < LANES; q++) {                                                   \
-            t1 += acc1[q];                                                                  \
-            t2 += acc2[q];                                                                  \
-        }                                                                                   \
-        s->s1[c] = t1;                                                                      \
-        s->s2[c] = t2;                                                                      \
-        double count = (double)(s->outer * s->inner), sd = (double)a, id = (double)inv;     \
-        T bb = (T)(-(sd * id * id * t2 / count)), kk = (T)(-(sd * t1 / count));             \
-        for (size_t o = 0; o < s->outer; o++) {                                             \
-            size_t at = (o * s->c + c) * s->inner;                                          \
-            if (batch_stats)                                                                \
-                ACT_CALL(SUF, back, s->act, x + at, dy + at, out + at, s->inner, m, a, b,   \
-                         lo, hi, bb, kk);                                                   \
-            else                                                                            \
-                ACT_CALL(SUF, scale, s->act, x + at, dy + at, out + at, s->inner, m, a, b,  \
-                         lo, hi);                                                           \
-        }                                                                                   \
+        for (size_t o = 0; o < s->outer; o++)                                               \
+            for (size_t j = 0; j < nb; j++) {                                               \
+                size_t at = (o * C + c0 + j) * s->inner;                                    \
+                T *out = (T *)s->out + at;                                                  \
+                if (batch_stats)                                                            \
+                    ACT_CALL(SUF, back, s->act, x + at, dy + at, out, s->inner, m[j], a[j], \
+                             b[j], lo, hi, bb[j], kk[j]);                                   \
+                else                                                                        \
+                    ACT_CALL(SUF, scale, s->act, x + at, dy + at, out, s->inner, m[j],      \
+                             a[j], b[j], lo, hi);                                           \
+            }                                                                               \
     }
 
 DEFINE_BN(float, f32, sqrtf)
 DEFINE_BN(double, f64, sqrt)
 
-static void channels(void *args, size_t begin, size_t end, int kind)
+/* Channels per block: as many as keep a block's data of one array within BLOCK_BYTES
+ * (a channel of a big map is a block alone), at most MAX_BLOCK. */
+static size_t block_size(const mg_bn_args *s)
 {
-    const mg_bn_args *s = (const mg_bn_args *)args;
-    for (size_t c = begin; c < end; c++) {
-        if (s->dtype == MG_F32)
-            channel_f32(s, c, kind);
-        else
-            channel_f64(s, c, kind);
-    }
+    size_t bytes = s->outer * s->inner * (s->dtype == MG_F32 ? sizeof(float) : sizeof(double));
+    size_t nb = bytes ? BLOCK_BYTES / bytes : MAX_BLOCK;
+    return nb < 1 ? 1 : nb > MAX_BLOCK ? MAX_BLOCK : nb;
 }
 
-void mg_bn_stats_task(void *args, size_t begin, size_t end) { channels(args, begin, end, 0); }
-void mg_bn_forward_task(void *args, size_t begin, size_t end) { channels(args, begin, end, 1); }
-void mg_bn_sums_task(void *args, size_t begin, size_t end) { channels(args, begin, end, 2); }
-void mg_bn_backward_task(void *args, size_t begin, size_t end) { channels(args, begin, end, 3); }
+/* fn(s, first channel, channels) over the blocks of [begin, end) */
+#define OVER_BLOCKS(FN, ...)                                                                \
+    do {                                                                                    \
+        const mg_bn_args *s = (const mg_bn_args *)args;                                     \
+        size_t nb = block_size(s);                                                          \
+        for (size_t c0 = begin; c0 < end; c0 += nb) {                                       \
+            size_t n = end - c0 < nb ? end - c0 : nb;                                       \
+            if (s->dtype == MG_F32)                                                         \
+                FN##_f32(s, c0, n, ##__VA_ARGS__);                                          \
+            else                                                                            \
+                FN##_f64(s, c0, n, ##__VA_ARGS__);                                          \
+        }                                                                                   \
+    } while (0)
 
-void mg_bn_train_task(void *args, size_t begin, size_t end)
-{
-    const mg_bn_args *s = (const mg_bn_args *)args;
-    for (size_t c = begin; c < end; c++)
-        (s->dtype == MG_F32 ? train_f32 : train_f64)(s, c);
-}
+void mg_bn_stats_task(void *args, size_t begin, size_t end) { OVER_BLOCKS(block, 0); }
+void mg_bn_forward_task(void *args, size_t begin, size_t end) { OVER_BLOCKS(block, 1); }
+void mg_bn_sums_task(void *args, size_t begin, size_t end) { OVER_BLOCKS(block, 2); }
+void mg_bn_backward_task(void *args, size_t begin, size_t end) { OVER_BLOCKS(block, 3); }
+void mg_bn_train_task(void *args, size_t begin, size_t end) { OVER_BLOCKS(train); }
+void mg_bn_grad_task(void *args, size_t begin, size_t end) { OVER_BLOCKS(grad, 1); }
+void mg_bn_grad_given_task(void *args, size_t begin, size_t end) { OVER_BLOCKS(grad, 0); }
 
 void mg_bn_apply_task(void *args, size_t begin, size_t end)
 {
     const mg_bn_args *s = (const mg_bn_args *)args;
-    for (size_t c = begin; c < end; c++)
-        (s->dtype == MG_F32 ? apply_f32 : apply_f64)(s, c);
+    const void *p = s->p;
+    size_t step = s->dtype == MG_F32 ? sizeof(float) : sizeof(double);
+    const char *m = (const char *)p, *a = m + s->c * step, *b = m + 2 * s->c * step;
+    size_t nb = block_size(s);
+    for (size_t c0 = begin; c0 < end; c0 += nb) {
+        size_t n = end - c0 < nb ? end - c0 : nb;
+        if (s->dtype == MG_F32)
+            apply_f32(s, c0, n, (const float *)m + c0, (const float *)a + c0,
+                      (const float *)b + c0);
+        else
+            apply_f64(s, c0, n, (const double *)m + c0, (const double *)a + c0,
+                      (const double *)b + c0);
+    }
 }
-
-static void grads(void *args, size_t begin, size_t end, int batch_stats)
-{
-    const mg_bn_args *s = (const mg_bn_args *)args;
-    for (size_t c = begin; c < end; c++)
-        (s->dtype == MG_F32 ? grad_f32 : grad_f64)(s, c, batch_stats);
-}
-
-void mg_bn_grad_task(void *args, size_t begin, size_t end) { grads(args, begin, end, 1); }
-void mg_bn_grad_given_task(void *args, size_t begin, size_t end) { grads(args, begin, end, 0); }

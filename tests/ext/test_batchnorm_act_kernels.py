@@ -177,3 +177,28 @@ def test_raw_module_refuses_bad_buffers(c):
     with pytest.raises(ValueError, match="writable"):
         raw.batch_norm_act(0, x, None, None, read_only, np.zeros_like(x), np.zeros(3),
                            np.zeros(3), 0, 0.0, 0.0, 1e-5, 1)
+
+
+@pytest.mark.parametrize("act", [None, "relu"], ids=str)
+def test_blocks_and_threads_do_not_change_the_bits(c, act):
+    # 200 channels of a 7x7 map at batch 16: blocks of 64 channels, split over threads;
+    # each channel alone (a block of one) must give the same bits
+    x, dy, gamma, beta = inputs((16, 200, 49), np.float32, 31)
+    one = c.batch_norm_train(x, gamma, beta, 1e-5, act, nthreads=1)
+    grads = c.batch_norm_grad(x, dy, one[1], True, act, nthreads=1)
+    for threads in (2, 3):
+        for got, want in zip(c.batch_norm_train(x, gamma, beta, 1e-5, act, nthreads=threads),
+                             one):
+            same_bits(got, want)
+        for got, want in zip(c.batch_norm_grad(x, dy, one[1], True, act, nthreads=threads),
+                             grads):
+            same_bits(got, want)
+    for ch in (0, 63, 64, 199):
+        alone = np.ascontiguousarray(x[:, ch:ch + 1])
+        out, params, mean, var = c.batch_norm_train(alone, gamma[ch:ch + 1], beta[ch:ch + 1],
+                                                    1e-5, act)
+        same_bits(out, one[0][:, ch:ch + 1])
+        same_bits(np.stack([mean, var]), np.stack([one[2][ch:ch + 1], one[3][ch:ch + 1]]))
+        dx = c.batch_norm_grad(alone, np.ascontiguousarray(dy[:, ch:ch + 1]), params, True,
+                               act)[0]
+        same_bits(dx, grads[0][:, ch:ch + 1])
