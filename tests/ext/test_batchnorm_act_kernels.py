@@ -55,7 +55,8 @@ def activation_grad(c, act, y, dy):
 @pytest.mark.parametrize("act", ACTS, ids=str)
 @pytest.mark.parametrize("fix_gamma", [False, True])
 def test_fused_training_kernels_give_the_unfused_chains_bits(c, dtype, act, fix_gamma):
-    for k, shape in enumerate(SHAPES):
+    # float64 leaves out the two biggest maps (the same code, twice the time)
+    for k, shape in enumerate(SHAPES if dtype == np.float32 else SHAPES[:5] + SHAPES[6:7]):
         x, dy, gamma, beta = inputs(shape, dtype, k)
         g = None if fix_gamma else gamma
         plain, params, mean, var = c.batch_norm_train(x, g, beta, 1e-5)
