@@ -115,6 +115,13 @@ def overlap():
     return env_flag("MINIGLUON_OVERLAP", True)
 
 
+def fuse_bn_act():
+    """MINIGLUON_FUSE_BN_ACT (default 1): a hybridized graph runs each BatchNorm whose only
+    reader is a relu or clip as one fused operator (symbol/rewrite.py); 0 keeps the two
+    operators, to compare."""
+    return env_flag("MINIGLUON_FUSE_BN_ACT", True)
+
+
 def overlap_buckets():
     """(small, bucket) bytes for the overlap's buckets: gradients of fewer than
     MINIGLUON_OVERLAP_SMALL_BYTES (default 65536) are gathered per server into one message

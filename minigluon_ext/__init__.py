@@ -59,9 +59,21 @@ ops_nn and ops_elemwise call them on host arrays), multi-threaded over rows, pla
   adds dy at the argmax positions in window order.
 - `batch_norm_stats(x)` -> float64 (mean, biased var) per channel of (outer, C, inner) x;
   `batch_norm_sums(x, dy, mean)` -> float64 (sum dy, sum dy*(x - mean)); both accumulate in
-  double (8 interleaved partial sums per run): equal to NumPy's float64 sums up to rounding,
-  not bit for bit.  `batch_norm_forward(x, mean, scale, shift)` = (x - mean)*scale + shift,
-  `batch_norm_backward(x, dy, mean, a, b, k)` = (dy*a + (x - mean)*b) + k, per channel.
+  double (8 interleaved partial sums per run; the statistics in one pass, over x - K and
+  (x - K)^2 for K the channel's first value): equal to NumPy's float64 sums up to
+  rounding, not bit for bit.  `batch_norm_forward(x, mean, scale, shift)` =
+  (x - mean)*scale + shift, `batch_norm_backward(x, dy, mean, a, b, k)` =
+  (dy*a + (x - mean)*b) + k, per channel.
+- The same fused, a block of channels at a time (its passes while it is in the cache), with an
+  activation `act` after the normalization: None, "relu", or (lo, hi) for clip (ReLU6 is
+  (0, 6)). `params` is (4, C) in x's dtype: rows mean, scale, shift, inv_std.
+  `batch_norm_train(x, gamma, beta, eps, act)` -> (out, params, mean, var): the statistics
+  (as batch_norm_stats), params as NumPy computes them in x's dtype (inv_std = 1 /
+  sqrt(var + eps), scale = inv_std * gamma, or inv_std where gamma is None, shift = beta),
+  out = act((x - mean) * scale + shift). `batch_norm_apply(x, params, act)` is that last
+  map. `batch_norm_grad(x, dy, params, batch_stats, act)` -> (dx, sum g, sum g*(x - mean))
+  with g = dy * act'(y), y the normalized x, and dx = batch_norm_backward's map with ops_nn's
+  coefficients (batch_stats=True) or g * scale (False): the bits of the unfused chain.
 - `relu(x)` = np.maximum(x, 0); `relu_backward(x, dy)` = dy * (x > 0).
 - `clip(x, lo, hi)` = np.clip(x, lo, hi) (ReLU6 is clip(x, 0, 6)), bounds rounded to x's
   dtype; `clip_backward(x, dy, lo, hi)` = dy * (lo <= x <= hi).
@@ -89,8 +101,9 @@ one thread, GIL released):
 - `rows_adam_update(weight, ids, grad, mean, var, lr, beta1, beta2, epsilon, wd, ...)`: the
   same for optimizer/adam.py's step (lr bias-corrected by the caller), float32/float64.
 
-Except for the two batch-norm sums, both paths give the same bits.  Layer kernels take
-`nthreads=None`: one thread below 32768 elements of work, else all usable cores.
+Except for the batch-norm sums (and the params batch_norm_train derives from them), both
+paths give the same bits.  Layer kernels take `nthreads=None`: one thread below 32768
+elements of work, else all usable cores.
 
 Path: the C extension `_kernels` when it is built, else (or with MINIGLUON_EXT_FALLBACK=1)
 the NumPy code in `minigluon_ext.fallback`.  `ACTIVE` / `backend()` say which ('c' or
@@ -135,6 +148,7 @@ __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequa
            "lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward",
            "max_pool2d", "max_pool2d_backward",
            "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
+           "batch_norm_train", "batch_norm_apply", "batch_norm_grad",
            "relu", "relu_backward", "clip", "clip_backward", "sgd_update",
            "softmax_forward", "softmax_backward",
            "softmax_cross_entropy_forward", "softmax_cross_entropy_backward",
@@ -402,6 +416,32 @@ def batch_norm_backward(x, dy, mean, a, b, k, out=None, nthreads=None):
     >>> dx = batch_norm_backward(x3, dy3, mean, a, b, k)
     """
     return _impl.batch_norm_backward(x, dy, mean, a, b, k, out, nthreads)
+
+
+def batch_norm_train(x, gamma, beta, eps, act=None, out=None, nthreads=None):
+    """(out, params, mean, var): batch statistics of (outer, C, inner) data, then
+    act((x - mean) * scale + shift) per channel; gamma None stands for ones.
+
+    >>> y, params, mean, var = batch_norm_train(x3, gamma, beta, 1e-5, act="relu")
+    """
+    return _impl.batch_norm_train(x, gamma, beta, eps, act, out, nthreads)
+
+
+def batch_norm_apply(x, params, act=None, out=None, nthreads=None):
+    """act((x - params[0]) * params[1] + params[2]) per channel of (outer, C, inner) data.
+
+    >>> y = batch_norm_apply(x3, params, act=(0, 6))
+    """
+    return _impl.batch_norm_apply(x, params, act, out, nthreads)
+
+
+def batch_norm_grad(x, dy, params, batch_stats=True, act=None, out=None, nthreads=None):
+    """(dx, sum g, sum g * (x - mean)), g = dy * act'(y): the gradient of batch_norm_train
+    (batch_stats=True) or of batch_norm_apply (False) with its activation.
+
+    >>> dx, sum_g, sum_g_xc = batch_norm_grad(x3, dy3, params, act="relu")
+    """
+    return _impl.batch_norm_grad(x, dy, params, batch_stats, act, out, nthreads)
 
 
 def relu(x, out=None, nthreads=None):

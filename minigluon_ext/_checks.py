@@ -417,6 +417,67 @@ def batch_norm_backward(x, dy, mean, a, b, k, out, nthreads):
     return out, layer_threads(fn, x.size, nthreads)
 
 
+ACT_NONE, ACT_RELU, ACT_CLIP = 0, 1, 2     # activation.h's mg_act
+
+
+def activation(fn, act):
+    """(code, lo, hi) of the activation after a batch norm: None, "relu", or (lo, hi) for
+    clip(y, lo, hi) (ReLU6 is (0, 6))."""
+    if act is None:
+        return ACT_NONE, 0.0, 0.0
+    if isinstance(act, str) and act == "relu":
+        return ACT_RELU, 0.0, 0.0
+    if isinstance(act, tuple) and len(act) == 2 and all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) for v in act):
+        lo, hi = float(act[0]), float(act[1])
+        if not lo <= hi:
+            raise ValueError(f"{fn}: clip bounds must satisfy lo <= hi, got act={act!r}")
+        return ACT_CLIP, lo, hi
+    raise ValueError(f"{fn}: act must be None, 'relu' or a (lo, hi) pair of numbers for "
+                     f"clip, got {act!r}; help: act=(0, 6) is ReLU6")
+
+
+def bn_params(fn, x, params, name="params"):
+    """Check a (4, C) params array of x's dtype: rows mean, scale, shift, inv_std."""
+    array(fn, name, params, dtypes=LAYER_FLOATS)
+    like(fn, name, params, "x's channels", np.empty((4, x.shape[1]), x.dtype))
+
+
+def batch_norm_train(x, gamma, beta, eps, act, out, nthreads):
+    """Check batch_norm_train's arguments; return (act code, lo, hi, eps, out, threads)."""
+    fn = "batch_norm_train"
+    channels(fn, x)
+    per_channel(fn, x, (("beta", beta),) + ((("gamma", gamma),) if gamma is not None else ()))
+    eps = real(fn, "eps", eps)
+    if not eps >= 0:
+        raise ValueError(f"{fn}: eps must be >= 0, got {eps}; help: BatchNorm's default is 1e-3")
+    code, lo, hi = activation(fn, act)
+    out = output(fn, out, x.shape, x.dtype, [("x", x)])
+    return code, lo, hi, eps, out, layer_threads(fn, x.size, nthreads)
+
+
+def batch_norm_apply(x, params, act, out, nthreads):
+    """Check batch_norm_apply's arguments; return (act code, lo, hi, out, threads)."""
+    fn = "batch_norm_apply"
+    channels(fn, x)
+    bn_params(fn, x, params)
+    code, lo, hi = activation(fn, act)
+    out = output(fn, out, x.shape, x.dtype, [("x", x)])
+    return code, lo, hi, out, layer_threads(fn, x.size, nthreads)
+
+
+def batch_norm_grad(x, dy, params, act, out, nthreads):
+    """Check batch_norm_grad's arguments; return (act code, lo, hi, out, threads)."""
+    fn = "batch_norm_grad"
+    channels(fn, x)
+    array(fn, "dy", dy, dtypes=LAYER_FLOATS)
+    like(fn, "dy", dy, "x", x)
+    bn_params(fn, x, params)
+    code, lo, hi = activation(fn, act)
+    out = output(fn, out, x.shape, x.dtype, [("x", x), ("dy", dy)])
+    return code, lo, hi, out, layer_threads(fn, x.size, nthreads)
+
+
 def relu(fn, x, dy, out, nthreads):
     """Check relu / relu_backward arguments; return (out, threads)."""
     array(fn, "x", x, dtypes=LAYER_FLOATS)

@@ -349,6 +349,48 @@ def batch_norm_backward(x, dy, mean, a, b, k, out=None, nthreads=None):
     return out
 
 
+def batch_norm_train(x, gamma, beta, eps, act=None, out=None, nthreads=None):
+    """Batch statistics, then act of the normalized x, per channel, in NumPy; returns
+    (out, params, mean, var)."""
+    code, lo, hi, eps, out, _ = check.batch_norm_train(x, gamma, beta, eps, act, out,
+                                                        nthreads)
+    mean, var = batch_norm_stats(x)
+    params = np.empty((4, x.shape[1]), x.dtype)
+    params[0], params[2] = mean, beta
+    # each step rounded to x's dtype, as ops_nn did before these kernels
+    params[3] = 1 / np.sqrt(var.astype(x.dtype) + x.dtype.type(eps))
+    params[1] = params[3] if gamma is None else params[3] * gamma
+    return batch_norm_apply(x, params, act, out), params, mean, var
+
+
+def batch_norm_apply(x, params, act=None, out=None, nthreads=None):
+    """out = act((x - mean) * scale + shift) per channel, from params' rows, in NumPy."""
+    code, lo, hi, out, _ = check.batch_norm_apply(x, params, act, out, nthreads)
+    batch_norm_forward(x, params[0], params[1], params[2], out)
+    if code == check.ACT_RELU:
+        np.maximum(out, 0, out=out)
+    elif code == check.ACT_CLIP:
+        np.clip(out, x.dtype.type(lo), x.dtype.type(hi), out=out)
+    return out
+
+
+def batch_norm_grad(x, dy, params, batch_stats=True, act=None, out=None, nthreads=None):
+    """(dx, sum g, sum g * (x - mean)) with g = dy * act'(y), per channel, in NumPy."""
+    code, lo, hi, out, _ = check.batch_norm_grad(x, dy, params, act, out, nthreads)
+    mean, scale, inv_std = params[0], params[1], params[3]
+    if code != check.ACT_NONE:
+        y = batch_norm_apply(x, params)
+        dy = relu_backward(y, dy) if code == check.ACT_RELU else clip_backward(y, dy, lo, hi)
+    s1, s2 = batch_norm_sums(x, dy, mean)
+    if not batch_stats:
+        return np.multiply(dy, _per_channel(scale), out=out), s1, s2
+    m, wide, inv = x.shape[0] * x.shape[2], scale.astype(np.float64), inv_std.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b = (-(wide * inv * inv * s2 / m)).astype(x.dtype)
+        k = (-(wide * s1 / m)).astype(x.dtype)
+    return batch_norm_backward(x, dy, mean, scale, b, k, out), s1, s2
+
+
 def relu(x, out=None, nthreads=None):
     """max(x, 0) with NaN kept, in NumPy."""
     out, _ = check.relu("relu", x, None, out, nthreads)

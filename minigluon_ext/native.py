@@ -156,6 +156,36 @@ def batch_norm_backward(x, dy, mean, a, b, k, out=None, nthreads=None):
     return out
 
 
+def batch_norm_train(x, gamma, beta, eps, act=None, out=None, nthreads=None):
+    """Batch statistics, then act of the normalized x, per channel, in C (one channel at a
+    time); returns (out, params, mean, var)."""
+    code, lo, hi, eps, out, threads = check.batch_norm_train(x, gamma, beta, eps, act, out,
+                                                              nthreads)
+    params = np.empty((4, x.shape[1]), x.dtype)
+    params[2] = beta
+    mean, var = np.empty(x.shape[1]), np.empty(x.shape[1])
+    _kernels.batch_norm_act(0, x, None, gamma, params, out, mean, var, code, lo, hi, eps,
+                            threads)
+    return out, params, mean, var
+
+
+def batch_norm_apply(x, params, act=None, out=None, nthreads=None):
+    """out = act((x - mean) * scale + shift) per channel, from params' rows, in C."""
+    code, lo, hi, out, threads = check.batch_norm_apply(x, params, act, out, nthreads)
+    _kernels.batch_norm_act(1, x, None, None, params, out, None, None, code, lo, hi, 0.0,
+                            threads)
+    return out
+
+
+def batch_norm_grad(x, dy, params, batch_stats=True, act=None, out=None, nthreads=None):
+    """(dx, sum g, sum g * (x - mean)) with g = dy * act'(y), per channel, in C."""
+    code, lo, hi, out, threads = check.batch_norm_grad(x, dy, params, act, out, nthreads)
+    s1, s2 = np.empty(x.shape[1]), np.empty(x.shape[1])
+    _kernels.batch_norm_act(2 if batch_stats else 3, x, dy, None, params, out, s1, s2, code,
+                            lo, hi, 0.0, threads)
+    return out, s1, s2
+
+
 def relu(x, out=None, nthreads=None):
     """max(x, 0) with NaN kept, in C."""
     out, threads = check.relu("relu", x, None, out, nthreads)

@@ -10,9 +10,10 @@ import minigluon_ext as ext
 
 from .. import autograd
 from ..base import ShapeError
+from .batchnorm_host import HostBatchNorm
 from .device_kernels import device_kernels
 from .random import generator
-from .registry import Backward, register
+from .registry import Backward, get, register
 from .sparse_storage import RowSparseStorage
 
 # BatchNorm of host arrays uses minigluon_ext's kernels (tests turn this off to compare)
@@ -122,18 +123,17 @@ def batch_norm(xp, data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentu
     moving = moving * momentum + batch * (1 - momentum). Otherwise the moving ones are used.
     fix_gamma=True treats gamma as 1.
     """
-    ax = axis % data.ndim
-    c = data.shape[ax]
-    for name, v in (("gamma", gamma), ("beta", beta), ("moving_mean", moving_mean),
-                    ("moving_var", moving_var)):
-        if v.shape != (c,):
-            raise ShapeError(f"BatchNorm: {name} must have shape ({c},) for data of shape "
-                             f"{data.shape} and axis {axis}, got {v.shape}")
+    ax = _check_channel_vectors(data, axis, gamma, beta, moving_mean, moving_var)
     red = tuple(i for i in range(data.ndim) if i != ax)
     work = data.astype(np.float32) if data.dtype == np.float16 else data
     g = xp.ones_like(gamma) if fix_gamma else gamma
     training = autograd.is_training() and not use_global_stats
     kernels = _channel_kernels(xp, work)
+    if kernels is ext and data.size:
+        out, backward, stats = _host_batch_norm(
+            HostBatchNorm(work, ax), data, gamma, beta, moving_mean, moving_var, eps,
+            momentum, fix_gamma, training)
+        return ((out,) + stats if output_mean_var else out), backward
     if kernels is not None and data.size:
         norm = _KernelBatchNorm(kernels, xp, work, ax, eps)
         if training:
@@ -143,13 +143,13 @@ def batch_norm(xp, data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentu
             mean, var = moving_mean.astype(work.dtype), moving_var.astype(work.dtype)
         out = norm.forward(mean, var, g, beta).astype(data.dtype, copy=False)
 
-        def host_backward(dy, *unused):
+        def device_backward(dy, *unused):
             dx, dgamma, dbeta = norm.backward(dy, training, fix_gamma)
             return (dx.astype(data.dtype, copy=False), dgamma.astype(gamma.dtype),
                     dbeta.astype(beta.dtype), None, None)
         if output_mean_var:
-            return (out, mean.astype(data.dtype), var.astype(data.dtype)), host_backward
-        return out, host_backward
+            return (out, mean.astype(data.dtype), var.astype(data.dtype)), device_backward
+        return out, device_backward
     if training:
         mean, var = work.mean(axis=red), work.var(axis=red)
         _update_moving(moving_mean, moving_var, mean, var, momentum)
@@ -167,7 +167,7 @@ def batch_norm(xp, data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentu
         dxhat = dy * _channel_view(g, data.ndim, ax)
         scale = _channel_view(inv_std, data.ndim, ax)
         if training:
-            m = data.size // c
+            m = data.size // data.shape[ax]
             dx = scale / m * (m * dxhat - _channel_view(dxhat.sum(axis=red), data.ndim, ax)
                               - xhat * _channel_view((dxhat * xhat).sum(axis=red), data.ndim, ax))
         else:
@@ -184,6 +184,85 @@ def _update_moving(moving_mean, moving_var, mean, var, momentum):
     for moving, batch in ((moving_mean, mean), (moving_var, var)):
         moving *= momentum
         moving += (1 - momentum) * batch.astype(moving.dtype)
+
+
+def _check_channel_vectors(data, axis, gamma, beta, moving_mean, moving_var):
+    """BatchNorm's channel axis, once each vector is checked to hold one value a channel."""
+    ax = axis % data.ndim
+    c = data.shape[ax]
+    for name, v in (("gamma", gamma), ("beta", beta), ("moving_mean", moving_mean),
+                    ("moving_var", moving_var)):
+        if v.shape != (c,):
+            raise ShapeError(f"BatchNorm: {name} must have shape ({c},) for data of shape "
+                             f"{data.shape} and axis {axis}, got {v.shape}")
+    return ax
+
+
+def _host_batch_norm(norm, data, gamma, beta, moving_mean, moving_var, eps, momentum,
+                     fix_gamma, training):
+    """(out, backward, (mean, var)) of BatchNorm on the host kernels, `norm` a
+    HostBatchNorm of the data (with its activation, if any)."""
+    g = None if fix_gamma else gamma
+    if training:
+        out, mean, var = norm.train(g, beta, eps)
+        mean, var = mean.astype(norm.dtype), var.astype(norm.dtype)
+        _update_moving(moving_mean, moving_var, mean, var, momentum)
+    else:
+        mean, var = moving_mean.astype(norm.dtype), moving_var.astype(norm.dtype)
+        out = norm.infer(mean, var, g, beta, eps)
+
+    def backward(dy, *unused):
+        dx, dgamma, dbeta = norm.backward(dy, fix_gamma)
+        return (dx.astype(data.dtype, copy=False), dgamma.astype(gamma.dtype),
+                dbeta.astype(beta.dtype), None, None)
+    stats = (mean.astype(data.dtype), var.astype(data.dtype))
+    return out.astype(data.dtype, copy=False), backward, stats
+
+
+@register("_BatchNormAct", inputs=("data", "gamma", "beta", "moving_mean", "moving_var"))
+def batch_norm_act(xp, data, gamma, beta, moving_mean, moving_var, act_type="relu",
+                   a_min=0.0, a_max=6.0, **bn_attrs):
+    """BatchNorm, then relu (act_type "relu") or clip(a_min, a_max) (act_type "clip", as
+    MobileNet's ReLU6), as one operator: what symbol/rewrite.py puts in a hybridized graph
+    in place of a BatchNorm whose output nothing but that activation reads.
+
+    The values, gradients and moving statistics are those of the two operators run one
+    after the other; on the host kernels the activation runs in BatchNorm's own passes.
+    `bn_attrs` are BatchNorm's (eps, momentum, fix_gamma, use_global_stats, axis).
+    """
+    act = _bn_activation(act_type, a_min, a_max)
+    if bn_attrs.get("output_mean_var"):
+        raise ShapeError("_BatchNormAct: output_mean_var is not supported (the activation "
+                         "takes BatchNorm's only output); help: leave such a BatchNorm unfused")
+    if _channel_kernels(xp, data) is ext and data.size:
+        ax = _check_channel_vectors(data, bn_attrs.get("axis", 1), gamma, beta, moving_mean,
+                                    moving_var)
+        training = autograd.is_training() and not bn_attrs.get("use_global_stats", False)
+        out, backward, _ = _host_batch_norm(
+            HostBatchNorm(data, ax, act), data, gamma, beta, moving_mean, moving_var,
+            bn_attrs.get("eps", 1e-3), bn_attrs.get("momentum", 0.9),
+            bn_attrs.get("fix_gamma", True), training)
+        return out, backward
+    # float16, device arrays, kernels off: the two operators one after the other
+    normed, bn_backward = batch_norm(xp, data, gamma, beta, moving_mean, moving_var,
+                                     **bn_attrs)
+    out, act_backward = get("relu").fn(xp, normed) if act == "relu" else \
+        get("clip").fn(xp, normed, a_min, a_max)
+
+    def backward(dy, *unused):
+        return bn_backward(*act_backward(dy))
+    return out, backward
+
+
+def _bn_activation(act_type, a_min, a_max):
+    """minigluon_ext's `act` for _BatchNormAct's attributes."""
+    if act_type == "relu":
+        return "relu"
+    if act_type == "clip":
+        if not a_min <= a_max:
+            raise ShapeError(f"_BatchNormAct: a_min ({a_min}) must not exceed a_max ({a_max})")
+        return (a_min, a_max)
+    raise ShapeError(f"_BatchNormAct: act_type must be 'relu' or 'clip', got {act_type!r}")
 
 
 def _channel_kernels(xp, work):

@@ -85,11 +85,23 @@ typedef struct {
     const void *x, *dy, *mean, *a, *b, *k;
     void *out;
     double *s1, *s2; /* per-channel double results */
+    /* the fused kernels: p is (4, C) in the data's dtype, rows mean, scale, shift, inv_std;
+     * gamma NULL stands for ones; act an mg_act, lo and hi clip's bounds */
+    const void *gamma;
+    void *p;
+    int act;
+    double lo, hi, eps;
 } mg_bn_args;
 void mg_bn_stats_task(void *args, size_t begin, size_t end);    /* s1 mean, s2 var */
 void mg_bn_forward_task(void *args, size_t begin, size_t end);  /* out = (x-mean)*a + b */
 void mg_bn_sums_task(void *args, size_t begin, size_t end);     /* s1 sum dy, s2 sum dy*(x-mean) */
 void mg_bn_backward_task(void *args, size_t begin, size_t end); /* out = (dy*a + (x-mean)*b) + k */
+/* s1 mean, s2 var, p rows 0, 1, 3 from them (row 2 given), out = act(normalized x) */
+void mg_bn_train_task(void *args, size_t begin, size_t end);
+void mg_bn_apply_task(void *args, size_t begin, size_t end); /* out = act((x-mean)*scale + shift) */
+/* s1 sum g, s2 sum g*(x-mean), g = dy * act'(y); out = dx with batch / with given statistics */
+void mg_bn_grad_task(void *args, size_t begin, size_t end);
+void mg_bn_grad_given_task(void *args, size_t begin, size_t end);
 
 /* relu.c: out = max(x, 0) (NaN kept) / out = dy * (x > 0); with `clip`, out = NumPy's
  * clip(x, lo, hi) / out = dy * (lo <= x <= hi); items: blocks of MG_RELU_BLOCK. */

@@ -8,6 +8,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "activation.h"
 #include "layers.h"
 #include "rows.h"
 
@@ -839,7 +840,7 @@ static PyObject *py_batch_norm(PyObject *self, PyObject *args)
     PyObject *x_obj, *obj[8];
     int kind, nthreads, dtype;
     mg_buffers b = {.held = 0};
-    mg_bn_args s;
+    mg_bn_args s = {0};
     if (!PyArg_ParseTuple(args, "iOOOOOOOOOi", &kind, &x_obj, &obj[0], &obj[1], &obj[2],
                           &obj[3], &obj[4], &obj[5], &obj[6], &obj[7], &nthreads))
         return NULL;
@@ -874,6 +875,60 @@ static PyObject *py_batch_norm(PyObject *self, PyObject *args)
             s.s1 = (double *)v->buf;
         else
             s.s2 = (double *)v->buf;
+    }
+    return run_layer(&b, s.c, nthreads, tasks[kind], &s);
+}
+
+/* batch_norm_act(kind, x, dy, gamma, p, out, s1, s2, act, lo, hi, eps, nthreads): the fused
+ * kernels on (outer, C, inner) x, p of 4*C values (mean, scale, shift, inv_std); kind 0
+ * trains (writes p's rows 0, 1, 3; gamma may be None), 1 applies p, 2 and 3 give the
+ * gradient with batch / given statistics.  The arguments a kind does not use are None. */
+static PyObject *py_batch_norm_act(PyObject *self, PyObject *args)
+{
+    static const char *fn = "batch_norm_act";
+    static const mg_range_fn tasks[4] = {mg_bn_train_task, mg_bn_apply_task, mg_bn_grad_task,
+                                         mg_bn_grad_given_task};
+    static const char *names[] = {"dy", "gamma", "p", "out", "s1", "s2"};
+    /* which of dy, gamma, p, out, s1, s2 each kind needs ('o': gamma, optional) */
+    static const char uses[4][7] = {"0o1111", "001100", "101111", "101111"};
+    PyObject *x_obj, *obj[6];
+    int kind, nthreads, dtype;
+    mg_buffers b = {.held = 0};
+    mg_bn_args s = {0};
+    if (!PyArg_ParseTuple(args, "iOOOOOOOidddi", &kind, &x_obj, &obj[0], &obj[1], &obj[2],
+                          &obj[3], &obj[4], &obj[5], &s.act, &s.lo, &s.hi, &s.eps, &nthreads))
+        return NULL;
+    if (kind < 0 || kind > 3)
+        return PyErr_Format(PyExc_ValueError, "%s: kind must be 0..3, got %d", fn, kind);
+    if (s.act < MG_ACT_NONE || s.act > MG_ACT_CLIP)
+        return PyErr_Format(PyExc_ValueError, "%s: act must be 0 (none), 1 (relu) or 2 (clip), "
+                            "got %d", fn, s.act);
+    Py_buffer *x = take_float(&b, x_obj, 0, 3, fn, "x", &dtype);
+    if (!x)
+        return fail(&b);
+    s.dtype = dtype, s.outer = (size_t)x->shape[0], s.c = (size_t)x->shape[1];
+    s.inner = (size_t)x->shape[2], s.x = x->buf;
+    for (int i = 0; i < 6; i++) {
+        if (uses[kind][i] == '0' || (uses[kind][i] == 'o' && obj[i] == Py_None))
+            continue;
+        int writable = i >= 3 || (i == 2 && kind == 0), result = i >= 4;
+        size_t n = i == 0 || i == 3 ? (size_t)count(x) : i == 2 ? 4 * s.c : s.c;
+        Py_buffer *v = take_like(&b, obj[i], writable, fn, names[i], result ? MG_F64 : dtype, n);
+        if (!v)
+            return fail(&b);
+        void *buf = v->buf;
+        if (i == 0)
+            s.dy = buf;
+        else if (i == 1)
+            s.gamma = buf;
+        else if (i == 2)
+            s.p = buf;
+        else if (i == 3)
+            s.out = buf;
+        else if (i == 4)
+            s.s1 = (double *)buf;
+        else
+            s.s2 = (double *)buf;
     }
     return run_layer(&b, s.c, nthreads, tasks[kind], &s);
 }
@@ -1254,6 +1309,8 @@ static PyMethodDef methods[] = {
      "gru_cell(kind, h, act, out_or_dout, i2h_or_di2h, h2h_or_dh2h, dh_or_None, nthreads)"},
     {"batch_norm", py_batch_norm, METH_VARARGS,
      "batch_norm(kind, x, dy, mean, a, b, k, out, s1, s2, nthreads)"},
+    {"batch_norm_act", py_batch_norm_act, METH_VARARGS,
+     "batch_norm_act(kind, x, dy, gamma, p, out, s1, s2, act, lo, hi, eps, nthreads)"},
     {"relu", py_relu, METH_VARARGS, "relu(x, dy_or_None, out, nthreads)"},
     {"clip", py_clip, METH_VARARGS, "clip(x, dy_or_None, out, lo, hi, nthreads)"},
     {"sgd_update", py_sgd_update, METH_VARARGS,
