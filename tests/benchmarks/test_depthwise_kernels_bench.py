@@ -1,4 +1,4 @@
-"""benchmarks/conv_depthwise.py --kernels and benchmarks/thread_share.py: one JSON line
+"""benchmarks/conv_depthwise.py --kernels, thread_share.py and long_product.py: one JSON line
 each, with every field the docs quote."""
 import json
 import os
@@ -41,3 +41,13 @@ def test_thread_share_reports_wall_and_cpu_per_function():
     assert line["step_wall_s"] > 0 and line["step_cpu_s"] >= 0
     for row in line["functions"].values():
         assert row["wall_s"] >= 0 and row["cpu_s"] >= 0
+
+
+def test_long_product_compares_both_sides_per_shape():
+    line = _line([os.path.join(BENCH, "long_product.py"), "--rounds", "1", "--batch", "1"])
+    assert line["benchmark"] == "long_product" and len(line["shapes"]) == 9
+    for row in line["shapes"].values():
+        for key in ("plain_wall_ms", "split_wall_ms", "plain_cpu_ms", "split_cpu_ms"):
+            assert row[key] >= 0
+    assert set(line["totals"]) == {"plain_wall_ms", "split_wall_ms", "plain_cpu_ms",
+                                   "split_cpu_ms"}
