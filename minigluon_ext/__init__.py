@@ -120,7 +120,9 @@ import logging
 from minigluon.config import ext_force_fallback
 
 from . import fallback
-from ._checks import DEPTHWISE_MAX_SIDE, LAYER_FLOATS, threads_for, winograd_tiles, words_for
+from ._checks import (DEPTHWISE_BLOCK_MAX_PLANE, DEPTHWISE_BLOCK_MAX_TAPS, DEPTHWISE_MAX_SIDE,
+                      LAYER_FLOATS, threads_for, winograd_tiles, words_for)
+from ._checks import depthwise_blocked as check_blocked
 
 try:
     from . import native
@@ -145,6 +147,7 @@ __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequa
            "im2col", "col2im", "swap01", "winograd_input", "winograd_output",
            "winograd_output_adjoint", "winograd_input_adjoint", "depthwise_forward",
            "depthwise_backward_data", "depthwise_backward_weight", "DEPTHWISE_MAX_SIDE",
+           "depthwise_blocked", "DEPTHWISE_BLOCK_MAX_TAPS", "DEPTHWISE_BLOCK_MAX_PLANE",
            "lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward",
            "max_pool2d", "max_pool2d_backward",
            "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
@@ -295,34 +298,52 @@ def winograd_input_adjoint(dv, shape, pad=(1, 1), tile=2, out=None, nthreads=Non
     return _impl.winograd_input_adjoint(dv, shape, pad, tile, out, nthreads)
 
 
-def depthwise_forward(x, w, bias=None, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+def depthwise_forward(x, w, bias=None, stride=1, pad=0, dilate=1, out=None, nthreads=None,
+                      blocked=None):
     """Depthwise convolution: x (N, C, H, W), w (C*m, 1, kh, kw) -> (N, C*m, oh, ow).
 
     Output channel c*m + k reads input channel c only (Convolution with num_group = C).
     stride, pad, dilate: an int or an (h, w) pair each; kernel sides up to
-    DEPTHWISE_MAX_SIDE.
+    DEPTHWISE_MAX_SIDE. `blocked`: run eight planes at a time (True, kernels of at most 49
+    taps) or one (False); None chooses by the plane size. The same bits either way.
 
     >>> y = depthwise_forward(x, w, bias, stride=2, pad=1)   # (16, 96, 112, 112) -> 56x56
     """
-    return _impl.depthwise_forward(x, w, bias, stride, pad, dilate, out, nthreads)
+    return _impl.depthwise_forward(x, w, bias, stride, pad, dilate, out, nthreads, blocked)
 
 
-def depthwise_backward_data(dy, w, shape, stride=1, pad=0, dilate=1, out=None, nthreads=None):
-    """The gradient for the (N, C, H, W) image of `shape` of sum(dy * depthwise_forward).
+def depthwise_blocked(kernel, size, kind, blocked=None):
+    """Whether the depthwise kernels of `kind` ('forward', 'data' or 'weight') run eight
+    planes at a time for a (kh, kw) kernel over images of planes `size` (H, W): `blocked`
+    checked and returned, or for None chosen by measurement (see DEPTHWISE_BLOCK_MAX_PLANE).
+
+    >>> depthwise_blocked((3, 3), (7, 7), "forward"), depthwise_blocked((3, 3), (56, 56), "data")
+    (True, False)
+    """
+    return check_blocked("depthwise_blocked", blocked, kernel, size, kind)
+
+
+def depthwise_backward_data(dy, w, shape, stride=1, pad=0, dilate=1, out=None, nthreads=None,
+                            blocked=None):
+    """The gradient for the (N, C, H, W) image of `shape` of sum(dy * depthwise_forward);
+    `blocked` as for depthwise_forward.
 
     >>> dx = depthwise_backward_data(dy, w, x.shape, stride=2, pad=1)
     """
-    return _impl.depthwise_backward_data(dy, w, shape, stride, pad, dilate, out, nthreads)
+    return _impl.depthwise_backward_data(dy, w, shape, stride, pad, dilate, out, nthreads,
+                                         blocked)
 
 
 def depthwise_backward_weight(x, dy, kernel, stride=1, pad=0, dilate=1, out=None,
-                              nthreads=None):
+                              nthreads=None, blocked=None):
     """The gradient (C*m, 1, kh, kw) for the filters of sum(dy * depthwise_forward), summed
-    in float64.
+    in float64 (a small plane's products in the dtype first); `blocked` as for
+    depthwise_forward.
 
     >>> dw = depthwise_backward_weight(x, dy, (3, 3), stride=2, pad=1)
     """
-    return _impl.depthwise_backward_weight(x, dy, kernel, stride, pad, dilate, out, nthreads)
+    return _impl.depthwise_backward_weight(x, dy, kernel, stride, pad, dilate, out, nthreads,
+                                           blocked)
 
 
 def lstm_cell_forward(i2h, h2h, c, nthreads=None):

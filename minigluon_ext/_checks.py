@@ -729,6 +729,42 @@ def rows_adam_update(weight, ids, grad, mean, var, numbers_):
 DEPTHWISE_MAX_SIDE = 32
 
 
+# The blocked kernels (depthwise_blocks.c: eight planes at a time, one vector lane each)
+# take windows of at most this many taps (their per-tap vectors live on the stack). At
+# batch 16 on one thread (benchmarks/conv_depthwise.py --kernels, docs/performance.md,
+# load 12-21) they ran the filter gradient in 0.23-0.8x the plane kernels' CPU on every
+# MobileNet-v2 layer (1.0-1.04x at 112x112 stride 1), so it always takes them. The forward
+# and the data gradient take them on planes of at most DEPTHWISE_BLOCK_MAX_PLANE values
+# (14x14 and 7x7: 0.46-0.66x); on 28x28 a 3x3 window was 0.7-1.3x (the plane kernels' 3x3
+# rows fill whole vectors there, and at 56x56 and up win by 1.2-1.7x), other windows
+# 0.2-0.65x, so those take them up to DEPTHWISE_BLOCK_OTHER_MAX_PLANE.
+DEPTHWISE_BLOCK_MAX_TAPS = 49
+DEPTHWISE_BLOCK_MAX_PLANE = 14 * 14
+DEPTHWISE_BLOCK_OTHER_MAX_PLANE = 28 * 28
+DEPTHWISE_KINDS = ("forward", "data", "weight")
+
+
+def depthwise_blocked(fn, blocked, kernel, size, kind):
+    """Whether the depthwise `kind` ('forward', 'data' or 'weight') runs eight planes at a
+    time: `blocked` as given, or for None by the kernel and the image's plane size (H, W)."""
+    taps = kernel[0] * kernel[1]
+    if blocked is None:
+        if kind not in DEPTHWISE_KINDS:
+            raise ValueError(f"{fn}: kind must be one of {DEPTHWISE_KINDS}, got {kind!r}")
+        limit = DEPTHWISE_BLOCK_MAX_PLANE if tuple(kernel) == (3, 3) else \
+            DEPTHWISE_BLOCK_OTHER_MAX_PLANE
+        return taps <= DEPTHWISE_BLOCK_MAX_TAPS and \
+            (kind == "weight" or size[0] * size[1] <= limit)
+    if not isinstance(blocked, (bool, np.bool_)):
+        raise ValueError(f"{fn}: blocked must be True, False or None (chosen by size), got "
+                         f"{blocked!r}")
+    if blocked and taps > DEPTHWISE_BLOCK_MAX_TAPS:
+        raise ShapeError(f"{fn}: blocked=True takes kernels of at most "
+                         f"{DEPTHWISE_BLOCK_MAX_TAPS} taps, got {tuple(kernel)}; help: pass "
+                         "blocked=None or False")
+    return bool(blocked)
+
+
 def _depthwise_window(fn, kernel, stride, pad, dilate):
     win = window2d(fn, kernel, stride, pad, dilate)
     if max(win[:2]) > DEPTHWISE_MAX_SIDE:

@@ -500,9 +500,12 @@ def rows_adam_update(weight, ids, grad, mean, var, lr, beta1=0.9, beta2=0.999, e
     return weight
 
 
-def depthwise_forward(x, w, bias=None, stride=1, pad=0, dilate=1, out=None, nthreads=None):
-    """Depthwise convolution of x (N, C, H, W) with w (C*m, 1, kh, kw), tap by tap, in NumPy."""
+def depthwise_forward(x, w, bias=None, stride=1, pad=0, dilate=1, out=None, nthreads=None,
+                      blocked=None):
+    """Depthwise convolution of x (N, C, H, W) with w (C*m, 1, kh, kw), tap by tap, in NumPy
+    (`blocked` is checked, and means nothing here: every plane is one array)."""
     win, out, _ = check.depthwise_forward(x, w, bias, stride, pad, dilate, out, nthreads)
+    check.depthwise_blocked("depthwise_forward", blocked, win[:2], x.shape[2:], "forward")
     kh, kw, sh, sw, ph, pw, dh, dw = win
     grid = np.repeat(_padded(x, ph, pw, 0), w.shape[0] // x.shape[1], axis=1)
     oh, ow = out.shape[2:]
@@ -517,11 +520,14 @@ def depthwise_forward(x, w, bias=None, stride=1, pad=0, dilate=1, out=None, nthr
     return out
 
 
-def depthwise_backward_data(dy, w, shape, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+def depthwise_backward_data(dy, w, shape, stride=1, pad=0, dilate=1, out=None, nthreads=None,
+                            blocked=None):
     """The image gradient of depthwise_forward: dy spread out by the stride, correlated with
     the flipped filters, filter by filter and tap by tap, in NumPy."""
     win, out, _ = check.depthwise_backward_data(dy, w, shape, stride, pad, dilate, out,
                                                 nthreads)
+    check.depthwise_blocked("depthwise_backward_data", blocked, win[:2], out.shape[2:],
+                            "data")
     kh, kw, sh, sw, ph, pw, dh, dw = win
     n, c, h, wd = out.shape
     m = w.shape[0] // c
@@ -540,10 +546,12 @@ def depthwise_backward_data(dy, w, shape, stride=1, pad=0, dilate=1, out=None, n
 
 
 def depthwise_backward_weight(x, dy, kernel, stride=1, pad=0, dilate=1, out=None,
-                              nthreads=None):
+                              nthreads=None, blocked=None):
     """The filter gradient of depthwise_forward, summed in float64, in NumPy."""
     win, out, _ = check.depthwise_backward_weight(x, dy, kernel, stride, pad, dilate, out,
                                                   nthreads)
+    check.depthwise_blocked("depthwise_backward_weight", blocked, win[:2], x.shape[2:],
+                            "weight")
     kh, kw, sh, sw, ph, pw, dh, dw = win
     grid = np.repeat(_padded(x, ph, pw, 0), dy.shape[1] // x.shape[1], axis=1)
     oh, ow = dy.shape[2:]

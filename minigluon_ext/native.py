@@ -260,27 +260,35 @@ def rows_adam_update(weight, ids, grad, mean, var, lr, beta1=0.9, beta2=0.999, e
     return weight
 
 
-def depthwise_forward(x, w, bias=None, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+def depthwise_forward(x, w, bias=None, stride=1, pad=0, dilate=1, out=None, nthreads=None,
+                      blocked=None):
     """Depthwise convolution (N, C*m, oh, ow) of x (N, C, H, W) with w (C*m, 1, kh, kw), in C."""
     win, out, threads = check.depthwise_forward(x, w, bias, stride, pad, dilate, out, nthreads)
-    _kernels.depthwise(0, x, out, w, bias, *win, threads)
+    blocked = check.depthwise_blocked("depthwise_forward", blocked, win[:2], x.shape[2:],
+                                      "forward")
+    _kernels.depthwise(0, x, out, w, bias, *win, threads, blocked)
     return out
 
 
-def depthwise_backward_data(dy, w, shape, stride=1, pad=0, dilate=1, out=None, nthreads=None):
+def depthwise_backward_data(dy, w, shape, stride=1, pad=0, dilate=1, out=None, nthreads=None,
+                            blocked=None):
     """The gradient for the image of `shape` of depthwise_forward, in C."""
     win, out, threads = check.depthwise_backward_data(dy, w, shape, stride, pad, dilate, out,
                                                       nthreads)
-    _kernels.depthwise(1, out, dy, w, None, *win, threads)
+    blocked = check.depthwise_blocked("depthwise_backward_data", blocked, win[:2],
+                                      out.shape[2:], "data")
+    _kernels.depthwise(1, out, dy, w, None, *win, threads, blocked)
     return out
 
 
 def depthwise_backward_weight(x, dy, kernel, stride=1, pad=0, dilate=1, out=None,
-                              nthreads=None):
+                              nthreads=None, blocked=None):
     """The gradient (C*m, 1, kh, kw) for the filters of depthwise_forward, in C."""
     win, out, threads = check.depthwise_backward_weight(x, dy, kernel, stride, pad, dilate,
                                                         out, nthreads)
-    _kernels.depthwise(2, x, dy, out, None, *win, threads)
+    blocked = check.depthwise_blocked("depthwise_backward_weight", blocked, win[:2],
+                                      x.shape[2:], "weight")
+    _kernels.depthwise(2, x, dy, out, None, *win, threads, blocked)
     return out
 
 

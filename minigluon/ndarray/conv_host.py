@@ -16,6 +16,7 @@ import minigluon_ext as ext
 from .. import autograd
 from ..threads import compute_threads
 from .conv_depthwise import HostDepthwise
+from .long_product import long_product
 
 __all__ = ["on_host", "HostConv", "HostWinograd", "host_conv", "host_max_pool"]
 
@@ -129,6 +130,10 @@ class HostConv:
 
     def _weight_part(self, dy, rows, cols):
         """This chunk's weight gradient: rows @ columns^T."""
+        if rows is not None and all(k == 1 for k in self.win.kernel):
+            # a 1x1 layer's sum over positions is long and its result small: split the sum
+            # over the threads (long_product.py); other windows are left as they were
+            return long_product(rows, cols.swapaxes(-1, -2))
         if rows is not None:
             return rows @ cols.swapaxes(-1, -2)
         per_sample = cols.reshape(cols.shape[0], dy.shape[0], self.p).transpose(1, 2, 0)

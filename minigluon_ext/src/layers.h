@@ -149,6 +149,14 @@ typedef struct {
 void mg_depthwise_offsets(mg_dw_args *a);
 void mg_depthwise_task(void *args, size_t begin, size_t end);
 
+/* depthwise_blocks.c: the same three kinds on eight planes at a time (one vector lane each),
+ * for small planes; windows of at most MG_DW_BLOCK_MAX_TAPS taps.  Items: (n, block of
+ * eight filters) for the forward, (n, block of eight channels) for the data gradient,
+ * blocks of eight filters for the weight gradient; mg_depthwise_block_items counts them. */
+#define MG_DW_BLOCK_MAX_TAPS 49
+size_t mg_depthwise_block_items(const mg_dw_args *a);
+void mg_depthwise_block_task(void *args, size_t begin, size_t end);
+
 /* lstm.c: one LSTM cell update on rows n of i2h, h2h (N, 4H) and c (N, H); out (2, N, H)
  * holds h' and c', act (N, 4H) the activated gates i, f, g, o.  With dout (2, N, H) = (dh',
  * dc') given, the backward writes da (N, 4H), the gradient of the pre-activations, and

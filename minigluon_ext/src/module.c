@@ -637,25 +637,30 @@ static PyObject *py_winograd(PyObject *self, PyObject *args)
     return run_layer(&b, a.c, nthreads, tasks[kind], &a);
 }
 
-/* depthwise(kind, x, y, w, bias, kh, kw, sh, sw, ph, pw, dh, dw, nthreads): x the image
- * (n, c, h, w), y the output or dy (n, f, oh, ow) with f = c*m, w the f*kh*kw filter
- * values, bias (f,) or None (forward only).  Kind 0 writes y, 1 writes x, 2 writes w. */
+/* depthwise(kind, x, y, w, bias, kh, kw, sh, sw, ph, pw, dh, dw, nthreads, blocked): x the
+ * image (n, c, h, w), y the output or dy (n, f, oh, ow) with f = c*m, w the f*kh*kw filter
+ * values, bias (f,) or None (forward only).  Kind 0 writes y, 1 writes x, 2 writes w;
+ * `blocked` (optional, false) runs eight planes at a time (depthwise_blocks.c), not one. */
 static PyObject *py_depthwise(PyObject *self, PyObject *args)
 {
     static const char *fn = "depthwise";
     PyObject *x_obj, *y_obj, *w_obj, *bias_obj;
     Py_ssize_t v[8];
-    int kind, nthreads, dtype, dt_y;
+    int kind, nthreads, dtype, dt_y, blocked = 0;
     mg_buffers b = {.held = 0};
     mg_dw_args a;
-    if (!PyArg_ParseTuple(args, "iOOOOnnnnnnnni", &kind, &x_obj, &y_obj, &w_obj, &bias_obj,
-                          &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &nthreads))
+    if (!PyArg_ParseTuple(args, "iOOOOnnnnnnnni|p", &kind, &x_obj, &y_obj, &w_obj, &bias_obj,
+                          &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &nthreads,
+                          &blocked))
         return NULL;
     if (kind < 0 || kind > 2)
         return PyErr_Format(PyExc_ValueError, "%s: kind must be 0..2, got %d", fn, kind);
     if (v[0] > MG_DW_MAX_SIDE || v[1] > MG_DW_MAX_SIDE)
         return PyErr_Format(PyExc_ValueError, "%s: kernel sides must be at most %d", fn,
                             MG_DW_MAX_SIDE);
+    if (blocked && v[0] * v[1] > MG_DW_BLOCK_MAX_TAPS)
+        return PyErr_Format(PyExc_ValueError, "%s: the blocked kernels take at most %d taps, "
+                            "got a %zd x %zd kernel", fn, MG_DW_BLOCK_MAX_TAPS, v[0], v[1]);
     Py_buffer *x = take_float(&b, x_obj, kind == MG_DW_DATA, 4, fn, "x", &dtype);
     Py_buffer *y = x ? take_float(&b, y_obj, kind == MG_DW_FORWARD, 4, fn, "y", &dt_y) : NULL;
     if (!y || conv_window(fn, x, v, &a.g) < 0)
@@ -686,8 +691,10 @@ static PyObject *py_depthwise(PyObject *self, PyObject *args)
     a.dtype = dtype, a.kind = kind, a.x = x->buf, a.y = y->buf, a.w = w->buf, a.failed = 0;
     mg_depthwise_offsets(&a);
     size_t items = kind == MG_DW_FORWARD ? a.g.n * a.f : kind == MG_DW_DATA ? a.g.n * a.g.c : a.f;
+    if (blocked)
+        items = mg_depthwise_block_items(&a);
     Py_BEGIN_ALLOW_THREADS
-    mg_parallel_items(items, nthreads, mg_depthwise_task, &a);
+    mg_parallel_items(items, nthreads, blocked ? mg_depthwise_block_task : mg_depthwise_task, &a);
     Py_END_ALLOW_THREADS
     release_all(&b);
     if (a.failed)
@@ -1300,7 +1307,8 @@ static PyMethodDef methods[] = {
     {"winograd", py_winograd, METH_VARARGS,
      "winograd(kind, src, out, bias_or_None, ph, pw, tile, nthreads)"},
     {"depthwise", py_depthwise, METH_VARARGS,
-     "depthwise(kind, x, y, w, bias_or_None, kh, kw, sh, sw, ph, pw, dh, dw, nthreads)"},
+     "depthwise(kind, x, y, w, bias_or_None, kh, kw, sh, sw, ph, pw, dh, dw, nthreads, "
+     "blocked=False)"},
     {"lstm_cell", py_lstm_cell, METH_VARARGS,
      "lstm_cell(kind, c, act, out, i2h_or_dout, h2h_or_da, dc_or_None, nthreads)"},
     {"softmax", py_softmax, METH_VARARGS,
