@@ -179,13 +179,30 @@ def _stop_worker_1(run, tag):
         (run.cwd / "stopped").touch()
         code = run.wait(90)
         run.assert_nothing_left()
-        gone = _gone(stopped)
+        gone = _gone_within(stopped, GUARD_S)
     finally:
         run.kill()
         if stopped is not None and psutil.pid_exists(stopped):
             _end(stopped)
     assert code == 0, run.text()
     return stopped, at, gone
+
+
+# Ending an ssh client does not wait for the remote side: the remote guard sees its stdin
+# close and then ends the worker's group, a moment after the launcher may have exited (the
+# job's steps after the fault no longer sleep, so that moment is short). Seconds, with room
+# for a loaded machine.
+GUARD_S = 30
+
+
+def _gone_within(pid, seconds):
+    """Whether `pid` is gone (or a zombie) within `seconds`."""
+    end = time.monotonic() + seconds
+    while not _gone(pid):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _gone(pid):
