@@ -42,6 +42,8 @@ import time
 
 import psutil
 
+import harness
+
 DEADLINE = 600
 INPUTS = {"resnet18": (3, 16, 16), "lenet": (1, 28, 28)}
 SERVER = """
@@ -184,19 +186,8 @@ def run_job(args, tree, profile_dir=None):
         argv = [sys.executable, os.path.abspath(__file__), "--worker", "--model", args.model,
                 "--steps", str(args.steps), "--windows", str(args.windows),
                 "--profile", str(args.profile if profile_dir else 0)]
-        workers = [subprocess.Popen(argv, env=dict(env, DMLC_ROLE="worker"),
-                                    stdout=subprocess.PIPE, text=True)
-                   for _ in range(args.workers)]
-        procs += workers
-        end = time.monotonic() + DEADLINE
-        results = []
-        for proc in workers:
-            out, _ = proc.communicate(timeout=max(1.0, end - time.monotonic()))
-            if proc.returncode != 0:
-                raise RuntimeError(f"a worker on {tree} exited with status {proc.returncode}")
-            results.append(json.loads(out.strip().splitlines()[-1]))
-        for proc in procs:
-            proc.wait(timeout=max(1.0, end - time.monotonic()))
+        results = harness.run_workers(argv, env, args.workers, procs, DEADLINE,
+                                      what=f"a worker on {tree}")
         return results, names, procs
     finally:
         for proc in procs:

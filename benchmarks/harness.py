@@ -263,3 +263,23 @@ class BusyProcesses:
             proc.wait()
         self.procs = []
         signal.signal(signal.SIGTERM, self._previous)
+
+
+def run_workers(argv, env, count, procs, deadline_s, what="a worker"):
+    """Start `count` kvstore workers (`argv` with DMLC_ROLE=worker), each printing one JSON
+    line last; their parsed lines once every process in `procs` has ended, all within
+    `deadline_s`. The workers join `procs` first, so the caller's cleanup ends them by PID
+    when this raises."""
+    workers = [subprocess.Popen(argv, env=dict(env, DMLC_ROLE="worker"),
+                                stdout=subprocess.PIPE, text=True) for _ in range(count)]
+    procs += workers
+    end = time.monotonic() + deadline_s
+    results = []
+    for proc in workers:
+        out, _ = proc.communicate(timeout=max(1.0, end - time.monotonic()))
+        if proc.returncode != 0:
+            raise RuntimeError(f"{what} exited with status {proc.returncode}")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    for proc in procs:
+        proc.wait(timeout=max(1.0, end - time.monotonic()))
+    return results

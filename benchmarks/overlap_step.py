@@ -45,6 +45,8 @@ import time
 
 import psutil
 
+import harness
+
 DEADLINE = 600
 
 
@@ -151,20 +153,7 @@ def run_job(args):
                 "--rounds", str(args.rounds), "--steps", str(args.steps),
                 "--batch", str(args.batch), "--compare", args.compare]
         argv += ["--imperative"] if args.imperative else []
-        workers = [subprocess.Popen(argv, env=dict(env, DMLC_ROLE="worker"),
-                                    stdout=subprocess.PIPE, text=True)
-                   for _ in range(args.workers)]
-        procs += workers
-        end = time.monotonic() + DEADLINE
-        results = []
-        for proc in workers:
-            out, _ = proc.communicate(timeout=max(1.0, end - time.monotonic()))
-            if proc.returncode != 0:
-                raise RuntimeError(f"a worker exited with status {proc.returncode}")
-            results.append(json.loads(out.strip().splitlines()[-1]))
-        for proc in procs:
-            proc.wait(timeout=max(1.0, end - time.monotonic()))
-        return results
+        return harness.run_workers(argv, env, args.workers, procs, DEADLINE)
     finally:
         for proc in procs:
             if proc.poll() is None:
