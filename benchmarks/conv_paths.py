@@ -29,7 +29,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import end_process, read_reply, report, torch_python  # noqa: E402
+from harness import end_process, read_reply, report, take_turns, torch_python  # noqa: E402
 
 # name: (n, c, h, w, f, kernel, stride, pad)
 SETS = {
@@ -156,16 +156,11 @@ def measure(shapes, python, args):
     try:
         for side, exe in sides.items():
             procs[side] = start(exe, side, args.threads, shapes)
-        rounds = {side: [] for side in procs}
-        for _ in range(args.rounds):
-            for side, proc in procs.items():
-                proc.stdin.write("round\n")
-                proc.stdin.flush()
-                rounds[side].append(json.loads(read_reply(proc)))
-    finally:
+    except BaseException:
         for proc in procs.values():
             end_process(proc)
-    return rounds
+        raise
+    return take_turns(procs, "round", args.rounds)
 
 
 def summarize(shapes, rounds):

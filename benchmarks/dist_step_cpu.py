@@ -29,10 +29,8 @@ cProfile timed by the thread's own CPU clock, and adds their N functions of most
 """
 import argparse
 import cProfile
-import io
 import json
 import os
-import pstats
 import socket
 import statistics
 import subprocess
@@ -49,7 +47,7 @@ INPUTS = {"resnet18": (3, 16, 16), "lenet": (1, 28, 28)}
 SERVER = """
 import cProfile, json, os, pstats, sys, time
 sys.path.insert(0, {here!r})
-from dist_step_cpu import top
+from harness import top
 out = os.environ.get("BENCH_PROFILE_OUT")
 prof, status = cProfile.Profile(time.thread_time) if out else None, 0
 if prof: prof.enable()
@@ -142,17 +140,8 @@ def run_worker(args):
             "compute_ms": alone * 1e3 / args.steps,
             "threads": {str(pid): _minus(end[pid], begin[pid], args.steps) for pid in end}})
     if profiler is not None:
-        result["profile"] = top(profiler, args.profile)
+        result["profile"] = harness.top(profiler, args.profile)
     print(json.dumps(result), flush=True)
-
-
-def top(profiler, n):
-    """The `n` functions of most own time, as pstats prints them."""
-    out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(n)
-    lines = out.getvalue().splitlines()
-    start = next(i for i, line in enumerate(lines) if "ncalls" in line)
-    return [" ".join(line.split()) for line in lines[start:] if line.strip()]
 
 
 # ---- the driver -----------------------------------------------------------------------

@@ -8,8 +8,10 @@ shared machine, alternating and taking medians keeps the ratio fair.
 """
 import argparse
 import ctypes
+import io
 import json
 import os
+import pstats
 import signal
 import statistics
 import subprocess
@@ -283,3 +285,12 @@ def run_workers(argv, env, count, procs, deadline_s, what="a worker"):
     for proc in procs:
         proc.wait(timeout=max(1.0, end - time.monotonic()))
     return results
+
+
+def top(profiler, n):
+    """The `n` functions of most own time, as pstats prints them."""
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(n)
+    lines = out.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if "ncalls" in line)
+    return [" ".join(line.split()) for line in lines[start:] if line.strip()]

@@ -10,16 +10,16 @@ With DMLC_ROLE=scheduler or server, importing the framework runs that role and e
 """
 import argparse
 import cProfile
-import io
 import json
 import os
-import pstats
 import sys
 import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import top  # noqa: E402  (the profile's warm-up steps are in it too)
 from window import measure, say  # noqa: E402
 
 SHAPES = {"lenet": (1, 28, 28), "resnet18": (3, 32, 32)}
@@ -114,15 +114,6 @@ def main():
     say(rank=rank, step_s=seconds, params=params, framework=args.framework,
         version=mx.__version__, **({"profile": top(profiler, args.profile)} if profiler
                                    else {}))
-
-
-def top(profiler, n):
-    """The `n` functions of most own time (warm-up steps included), as pstats prints them."""
-    out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(n)
-    lines = out.getvalue().splitlines()
-    start = next(i for i, line in enumerate(lines) if "ncalls" in line)
-    return [" ".join(line.split()) for line in lines[start:] if line.strip()]
 
 
 if __name__ == "__main__":
