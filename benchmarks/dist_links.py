@@ -116,9 +116,14 @@ def run_compute(system, hosts, model, args):
     compute-only workers running at once (each on its worker's host, where the network
     is idle)."""
     job, marks = Job(args.job_deadline), {}
+
+    def read_cpu(mark, name):
+        # each compute-only worker runs on its own, so each is read at its own marks: at
+        # worker 0's, worker 1 may already be done (it once read 0.0 CPU a step)
+        marks.setdefault(mark, {})[name] = job.cpu_seconds()[name]
     try:
         system.compute(job, hosts, model, args)
-        results = job.run(on_mark=lambda mark: marks.update({mark: job.cpu_seconds()}))
+        results = job.run(on_mark=read_cpu)
     finally:
         job.close()
     return (sum(r["step_s"] for r in results.values()) / len(results),
@@ -136,7 +141,7 @@ def run_dist(system, lab, hosts, model, args, port, compression="none"):
     the timed steps, params, {process: CPU seconds per timed step}) of one job."""
     job, marks = Job(args.job_deadline), {}
 
-    def read_links(mark):        # while worker 0 waits at the window's start or end
+    def read_links(mark, name):  # while worker 0 waits at the window's start or end
         marks[mark] = (links.counters(lab), links.drops(lab, hosts.values(), args.tc))
         cpus[mark] = job.cpu_seconds()
     cpus = {}

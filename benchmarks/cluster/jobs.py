@@ -4,11 +4,11 @@ PID, with one deadline for the whole.
     job = Job(deadline=300)
     job.start("scheduler", hosts["scheduler"], argv, env)
     job.start("worker0", hosts["worker0"], argv, env, worker=True, marks=True)
-    results = job.run(on_mark=lambda mark: counters(lab))   # {name: the worker's JSON}
+    results = job.run(on_mark=lambda mark, name: counters(lab))   # {name: its JSON}
     job.close()                                             # kills what is left, by PID
 
 A worker prints JSON lines: marks (`{"mark": "begin"}`, answered with `go` after
-`on_mark(mark)` ran) and at its end its result. Other roles' output goes to files that
+`on_mark(mark, name)` ran) and at its end its result. Other roles' output goes to files that
 an error quotes.
 """
 import json
@@ -56,7 +56,7 @@ class Job:
             self.workers.add(name)
         self.marks[name] = marks
 
-    def run(self, on_mark=lambda mark: None):
+    def run(self, on_mark=lambda mark, name: None):
         """Answer marks until every worker has reported and exited; {worker: result}.
         JobError when a worker fails or the deadline passes."""
         results, readers = {}, selectors.DefaultSelector()
@@ -90,7 +90,7 @@ class Job:
             raise JobError(f"{name} printed {line.strip()!r}, not a JSON line\n"
                            f"{self.dump()}") from None
         if "mark" in said and self.marks[name]:
-            on_mark(said["mark"])
+            on_mark(said["mark"], name)
             self.procs[name].stdin.write("go\n")
             self.procs[name].stdin.flush()
         elif "step_s" in said:

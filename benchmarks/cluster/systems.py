@@ -50,8 +50,8 @@ class Gluon:
     def compute(self, job, hosts, model, args):
         for w in range(args.workers):
             name = f"worker{w}"
-            job.start(name, hosts[name], self._argv(model, args, *["--marks"] * (w == 0)),
-                      base_env(self.path), worker=True, marks=(w == 0))
+            job.start(name, hosts[name], self._argv(model, args, "--marks"),
+                      base_env(self.path), worker=True, marks=True)
 
     def dist(self, job, hosts, model, args, port, compression="none"):
         common = dict(base_env(self.path), **OVER_THE_NETWORK,
@@ -101,8 +101,8 @@ class DDP:
     def compute(self, job, hosts, model, args):
         for w in range(args.workers):
             name = f"worker{w}"
-            job.start(name, hosts[name], self._argv(model, args, *["--marks"] * (w == 0)),
-                      base_env(""), worker=True, marks=(w == 0))
+            job.start(name, hosts[name], self._argv(model, args, "--marks"),
+                      base_env(""), worker=True, marks=True)
 
     def server_profile(self, job):
         return None               # DDP has no servers
