@@ -74,6 +74,11 @@ ops_nn and ops_elemwise call them on host arrays), multi-threaded over rows, pla
   map. `batch_norm_grad(x, dy, params, batch_stats, act)` -> (dx, sum g, sum g*(x - mean))
   with g = dy * act'(y), y the normalized x, and dx = batch_norm_backward's map with ops_nn's
   coefficients (batch_stats=True) or g * scale (False): the bits of the unfused chain.
+- `lstm_sequence_forward(px, wh, h0, c0, out, act, cseq, rows)` and
+  `lstm_sequence_backward(act, wh, c0, cseq, dout, dpx, dh0, dc0, rows)`: one LSTM layer's
+  recurrence for the batch rows (lo, hi), every step in one call (GIL released), the
+  products through the loaded OpenBLAS's gemm (`blas.gemm`); `lstm_sequence_native(dtype)`
+  says whether the C loop runs.  Within rounding of the fallback's NumPy loop.
 - `relu(x)` = np.maximum(x, 0); `relu_backward(x, dy)` = dy * (x > 0).
 - `clip(x, lo, hi)` = np.clip(x, lo, hi) (ReLU6 is clip(x, 0, 6)), bounds rounded to x's
   dtype; `clip_backward(x, dy, lo, hi)` = dy * (lo <= x <= hi).
@@ -117,9 +122,11 @@ array([3., 3., 3., 3.], dtype=float32)
 """
 import logging
 
+import numpy as np
+
 from minigluon.config import ext_force_fallback
 
-from . import fallback
+from . import blas, fallback
 from ._checks import (DEPTHWISE_BLOCK_MAX_PLANE, DEPTHWISE_BLOCK_MAX_TAPS, DEPTHWISE_MAX_SIDE,
                       LAYER_FLOATS, threads_for, winograd_tiles, words_for)
 from ._checks import depthwise_blocked as check_blocked
@@ -148,7 +155,8 @@ __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequa
            "winograd_output_adjoint", "winograd_input_adjoint", "depthwise_forward",
            "depthwise_backward_data", "depthwise_backward_weight", "DEPTHWISE_MAX_SIDE",
            "depthwise_blocked", "DEPTHWISE_BLOCK_MAX_TAPS", "DEPTHWISE_BLOCK_MAX_PLANE",
-           "lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward",
+           "lstm_cell_forward", "lstm_cell_backward", "lstm_sequence_native",
+           "lstm_sequence_forward", "lstm_sequence_backward", "gru_cell_forward", "gru_cell_backward",
            "max_pool2d", "max_pool2d_backward",
            "batch_norm_stats", "batch_norm_forward", "batch_norm_sums", "batch_norm_backward",
            "batch_norm_train", "batch_norm_apply", "batch_norm_grad",
@@ -364,6 +372,37 @@ def lstm_cell_backward(dout, act, c, out, nthreads=None):
     >>> da, dc = lstm_cell_backward(dout, act, c, out)
     """
     return _impl.lstm_cell_backward(dout, act, c, out, nthreads)
+
+
+def lstm_sequence_native(dtype):
+    """True where lstm_sequence_forward/backward run in C for arrays of `dtype`: the
+    extension is active and the loaded BLAS's gemm was found (minigluon_ext.blas)."""
+    return _impl is native and np.dtype(dtype) in LAYER_DTYPES and blas.gemm(dtype) is not None
+
+
+def lstm_sequence_forward(px, wh, h0, c0, out, act, cseq, rows, reverse=False):
+    """Rows lo:hi = `rows` of one LSTM layer through every step of a sequence, from the
+    input projections px (T, N, 4H) (both biases added), the recurrent weight wh (4H, H)
+    and the first states h0, c0 (N, H). Writes rows lo:hi of out (T + 1, N, H): h after
+    each step, then the last c; act (T, N, 4H): the activated gates; cseq (T, N, H): c
+    after each step. `reverse` reads the steps from T - 1 down to 0. Each step is
+    lstm_cell_forward(px[t], h @ wh.T, c); in C the whole loop runs with the GIL released,
+    so row blocks on several threads run side by side.
+
+    >>> lstm_sequence_forward(px, wh, h0, c0, out, act, cseq, (0, n))
+    """
+    return _impl.lstm_sequence_forward(px, wh, h0, c0, out, act, cseq, rows, reverse)
+
+
+def lstm_sequence_backward(act, wh, c0, cseq, dout, dpx, dh0, dc0, rows, reverse=False):
+    """Rows lo:hi of the same layer back through every step from dout (T + 1, N, H), the
+    gradient of the forward's out: writes rows lo:hi of dpx (T, N, 4H), the gradient of
+    the gates' pre-activations (of px and of h @ wh.T alike), and of dh0, dc0 (N, H).
+
+    >>> lstm_sequence_backward(act, wh, c0, cseq, dout, dpx, dh0, dc0, (0, n))
+    """
+    return _impl.lstm_sequence_backward(act, wh, c0, cseq, dout, dpx, dh0, dc0, rows,
+                                        reverse)
 
 
 def gru_cell_forward(i2h, h2h, h, nthreads=None):

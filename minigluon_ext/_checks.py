@@ -897,6 +897,44 @@ def lstm_cell_backward(dout, act, c, out, nthreads):
         _lstm_threads(fn, act.size, nthreads)
 
 
+def _lstm_sequence(fn, gates, named, rows):
+    """Shapes of an LSTM sequence's arrays against `gates` (T, N, 4H): `named` maps a name
+    to (array, writable, shape in terms of T, N, H); return (lo, hi) checked."""
+    array(fn, "gates", gates, dtypes=LAYER_FLOATS)
+    if gates.ndim != 3 or gates.shape[0] < 1 or gates.shape[2] < 4 or gates.shape[2] % 4:
+        raise ShapeError(f"{fn}: the gates must be (T, N, 4H) with T, H >= 1, got shape "
+                         f"{gates.shape}")
+    t, n, h = gates.shape[0], gates.shape[1], gates.shape[2] // 4
+    for name, (a, writable, shape) in named.items():
+        array(fn, name, a, writable=writable, dtypes=(gates.dtype,))
+        want = tuple({"T": t, "T+1": t + 1, "N": n, "H": h, "4H": 4 * h}[d] for d in shape)
+        if a.shape != want:
+            raise ShapeError(f"{fn}: {name} has shape {a.shape}; gates of shape "
+                             f"{gates.shape} (T, N, 4H) need {want}")
+    lo, hi = rows
+    if not 0 <= lo < hi <= n:
+        raise ValueError(f"{fn}: rows ({lo}, {hi}) must be a non-empty range within the "
+                         f"batch of {n}; help: pass 0 <= lo < hi <= {n}")
+    return int(lo), int(hi)
+
+
+def lstm_sequence_forward(px, wh, h0, c0, out, act, cseq, rows):
+    """Check lstm_sequence_forward's arguments; return (lo, hi)."""
+    return _lstm_sequence("lstm_sequence_forward", px, {
+        "wh": (wh, False, ("4H", "H")), "h0": (h0, False, ("N", "H")),
+        "c0": (c0, False, ("N", "H")), "out": (out, True, ("T+1", "N", "H")),
+        "act": (act, True, ("T", "N", "4H")), "cseq": (cseq, True, ("T", "N", "H"))}, rows)
+
+
+def lstm_sequence_backward(act, wh, c0, cseq, dout, dpx, dh0, dc0, rows):
+    """Check lstm_sequence_backward's arguments; return (lo, hi)."""
+    return _lstm_sequence("lstm_sequence_backward", act, {
+        "wh": (wh, False, ("4H", "H")), "c0": (c0, False, ("N", "H")),
+        "cseq": (cseq, False, ("T", "N", "H")), "dout": (dout, False, ("T+1", "N", "H")),
+        "dpx": (dpx, True, ("T", "N", "4H")), "dh0": (dh0, True, ("N", "H")),
+        "dc0": (dc0, True, ("N", "H"))}, rows)
+
+
 def gru_cell_forward(i2h, h2h, h, nthreads):
     """Check gru_cell_forward's arguments; return (out, act, threads)."""
     fn = "gru_cell_forward"

@@ -596,6 +596,39 @@ def lstm_cell_backward(dout, act, c, out, nthreads=None):
     return da, dc
 
 
+def lstm_sequence_forward(px, wh, h0, c0, out, act, cseq, rows, reverse=False):
+    """Rows lo:hi of one LSTM layer through every step, in NumPy (see native's)."""
+    lo, hi = check.lstm_sequence_forward(px, wh, h0, c0, out, act, cseq, rows)
+    h, c = h0[lo:hi], c0[lo:hi]
+    for t in _order(px.shape[0], reverse):
+        step, gates = lstm_cell_forward(px[t, lo:hi], h @ wh.T, c)
+        out[t, lo:hi], cseq[t, lo:hi], act[t, lo:hi] = step[0], step[1], gates
+        h, c = out[t, lo:hi], cseq[t, lo:hi]
+    out[-1, lo:hi] = c
+    return out
+
+
+def lstm_sequence_backward(act, wh, c0, cseq, dout, dpx, dh0, dc0, rows, reverse=False):
+    """Rows lo:hi of the same layer back through every step, in NumPy (see native's)."""
+    lo, hi = check.lstm_sequence_backward(act, wh, c0, cseq, dout, dpx, dh0, dc0, rows)
+    order = list(_order(act.shape[0], reverse))
+    dh, dc = np.zeros_like(c0[lo:hi]), dout[-1, lo:hi].copy()
+    for k in range(len(order) - 1, -1, -1):
+        t = order[k]
+        c_prev = cseq[order[k - 1], lo:hi] if k else c0[lo:hi]
+        step = np.stack([dout[t, lo:hi] + dh, dc])
+        new_c = np.stack([cseq[t, lo:hi]] * 2)      # the cell reads only its c' (row 1)
+        da, dc = lstm_cell_backward(step, act[t, lo:hi], c_prev, new_c)
+        dpx[t, lo:hi] = da
+        dh = da @ wh
+    dh0[lo:hi], dc0[lo:hi] = dh, dc
+    return dpx
+
+
+def _order(steps, reverse):
+    return range(steps - 1, -1, -1) if reverse else range(steps)
+
+
 def gru_cell_forward(i2h, h2h, h, nthreads=None):
     """(out (N, H) = h', act (N, 4H) = r, z, n and h2h's new part) of one GRU step, in
     NumPy."""

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from . import _checks as check
+from . import blas
 from . import fallback
 from . import _kernels
 
@@ -304,6 +305,36 @@ def lstm_cell_backward(dout, act, c, out, nthreads=None):
     da, dc, threads = check.lstm_cell_backward(dout, act, c, out, nthreads)
     _kernels.lstm_cell(1, c, act, out, dout, da, dc, threads)
     return da, dc
+
+
+def lstm_sequence_forward(px, wh, h0, c0, out, act, cseq, rows, reverse=False):
+    """Rows lo:hi of one LSTM layer through every step, in C (GIL released), its products
+    through the loaded OpenBLAS: out[t] = h after step t, out[T] = the last c, act[t] the
+    gates, cseq[t] c after step t."""
+    lo, hi = check.lstm_sequence_forward(px, wh, h0, c0, out, act, cseq, rows)
+    address, ilp64 = _gemm("lstm_sequence_forward", px.dtype)
+    _kernels.lstm_sequence_forward(address, ilp64, reverse, lo, hi, px, wh, h0, c0, out, act,
+                                   cseq)
+    return out
+
+
+def lstm_sequence_backward(act, wh, c0, cseq, dout, dpx, dh0, dc0, rows, reverse=False):
+    """Rows lo:hi of the same layer back through every step, in C: dpx the gradient of the
+    gates' pre-activations, rows lo:hi of dh0 and dc0 those of the first states."""
+    lo, hi = check.lstm_sequence_backward(act, wh, c0, cseq, dout, dpx, dh0, dc0, rows)
+    address, ilp64 = _gemm("lstm_sequence_backward", act.dtype)
+    _kernels.lstm_sequence_backward(address, ilp64, reverse, lo, hi, act, wh, c0, cseq, dout,
+                                    dpx, dh0, dc0)
+    return dpx
+
+
+def _gemm(fn, dtype):
+    found = blas.gemm(dtype)
+    if found is None:
+        raise RuntimeError(f"{fn}: no OpenBLAS cblas gemm for {dtype} is loaded in this "
+                           "process; help: check minigluon_ext.blas.gemm(dtype) first and use "
+                           "the NumPy loop (minigluon_ext.fallback) where it is None")
+    return found
 
 
 def gru_cell_forward(i2h, h2h, h, nthreads=None):

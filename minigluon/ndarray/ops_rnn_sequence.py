@@ -8,6 +8,8 @@ update (rnn_kernels: C kernels for host float32/float64). Backward runs the step
 reverse, one matmul per step for the state's gradient, and gets the weights' gradients
 with one matmul each over all steps at the end. The per-step loops run the batch rows in
 parts, one thread each (rnn_row_parts.py); the products over all steps use every thread.
+An LSTM on host floats runs a part's whole loop in one C call (minigluon_ext's
+lstm_sequence_*, see NATIVE_LOOP); the Python loop below serves the other cases.
 
 Gates as in MXNet's cells (G = 4 for lstm: input, forget, candidate, output; 3 for gru:
 reset, update, new; 1 for rnn_tanh, rnn_relu).
@@ -16,12 +18,19 @@ import contextlib
 
 import numpy as np
 
+import minigluon_ext as ext
+
 from ..base import DTypeError, MXNetError, ShapeError
 from . import rnn_kernels, rnn_row_parts
 from .one_blas_thread import one_blas_thread
 from .registry import register
 
 MODES = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+
+# an LSTM on host float32/float64 runs each row part's whole recurrence in C
+# (ext.lstm_sequence_forward/backward) where the loaded BLAS's gemm was found; tests turn
+# this off to compare with the per-step loop below
+NATIVE_LOOP = True
 
 
 class _LSTMSteps:
@@ -164,6 +173,9 @@ class SequenceRun:
         self.h0 = h0
         self.out = xp.empty((t + steps.carries_cell,) + h0.shape, h0.dtype)
         self.parts = rnn_row_parts.row_parts(xp, h0.shape[0], h0.shape[1], steps.gates)
+        self.native = self._runs_native()
+        if self.native:
+            return self._forward_native(c0)
         with self._step_threads():
             self.caches = rnn_row_parts.run_parts(
                 lambda k, lo, hi: self._forward_rows(lo, hi, h0[lo:hi], c0[lo:hi]),
@@ -184,7 +196,35 @@ class SequenceRun:
             self.out[-1, lo:hi] = c
         return caches
 
+    def _runs_native(self):
+        """True where the LSTM's whole recurrence runs in C, a row part per call."""
+        return NATIVE_LOOP and isinstance(self.steps, _LSTMSteps) and \
+            self.steps.k is rnn_kernels.HOST and ext.lstm_sequence_native(self.h0.dtype)
+
+    def _forward_native(self, c0):
+        xp = self.xp
+        self.c0, self.wh = c0, xp.ascontiguousarray(self.wh)
+        self.act = xp.empty_like(self.px)
+        self.cseq = xp.empty((self.x.shape[0],) + c0.shape, c0.dtype)
+        with self._step_threads():
+            rnn_row_parts.run_parts(lambda k, lo, hi: ext.lstm_sequence_forward(
+                self.px, self.wh, self.h0, c0, self.out, self.act, self.cseq, (lo, hi),
+                self.reverse), self.parts)
+        return self.out
+
+    def _backward_native(self, dout):
+        xp = self.xp
+        dpx, dh0, dc0 = xp.empty_like(self.px), xp.empty_like(self.h0), xp.empty_like(self.c0)
+        dout = xp.ascontiguousarray(dout)
+        with self._step_threads():
+            rnn_row_parts.run_parts(lambda k, lo, hi: ext.lstm_sequence_backward(
+                self.act, self.wh, self.c0, self.cseq, dout, dpx, dh0, dc0, (lo, hi),
+                self.reverse), self.parts)
+        return self._weight_grads(dpx, dpx) + (dh0, dc0)
+
     def backward(self, dout):
+        if self.native:
+            return self._backward_native(dout)
         xp, steps = self.xp, self.steps
         dpx = xp.empty_like(self.px)
         # a GRU's reset gate scales h2h's new part: its gradient differs from i2h's

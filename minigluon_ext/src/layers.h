@@ -168,6 +168,35 @@ typedef struct {
     void *out, *act, *da, *dc; /* forward writes out and act; backward reads them */
 } mg_lstm_args;
 void mg_lstm_task(void *args, size_t begin, size_t end);
+/* The same update on `rows` contiguous rows, on the calling thread: x, y, act (rows, 4H);
+ * c, h, cn (rows, H) (forward); act, da (rows, 4H), c, cn, dh, dcn, dc (rows, H) (backward). */
+void mg_lstm_forward_rows(int dtype, size_t rows, size_t hd, const void *x, const void *y,
+                          const void *c, void *act, void *h, void *cn);
+void mg_lstm_backward_rows(int dtype, size_t rows, size_t hd, const void *act, const void *c,
+                           const void *cn, const void *dh, const void *dcn, void *da, void *dc);
+
+/* lstm_sequence.c: one LSTM layer's recurrence over T steps for the batch rows [lo, hi),
+ * on the calling thread, its per-step products through the loaded BLAS's cblas gemm
+ * (`gemm`: cblas_sgemm for MG_F32, cblas_dgemm for MG_F64, with 64-bit integers where
+ * `ilp64`).  Arrays (G = 4H): px (T, N, G) the input projections with both biases; wh
+ * (G, H); h0, c0 (N, H); out (T + 1, N, H): h of every step, then the last c; act (T, N,
+ * G) the activated gates; cseq (T, N, H) c after every step.  Steps are read from T - 1
+ * down to 0 when `reverse`.  The backward reads dout (T + 1, N, H) and writes dpx (T, N,
+ * G), the gradient of the gates' pre-activations, and rows [lo, hi) of dh0 and dc0. */
+typedef struct {
+    void *fn;
+    int ilp64;
+} mg_gemm;
+typedef struct {
+    int dtype, reverse;
+    size_t steps, n, hidden, lo, hi;
+    mg_gemm gemm;
+    const void *wh, *h0, *c0, *px, *dout;
+    void *out, *act, *cseq, *dpx, *dh0, *dc0;
+} mg_lstm_seq_args;
+/* 0, or -1 where the work buffers could not be allocated */
+int mg_lstm_sequence_forward(const mg_lstm_seq_args *a);
+int mg_lstm_sequence_backward(const mg_lstm_seq_args *a);
 
 /* gru.c: one GRU update on rows n of i2h, h2h (N, 3H; h2h with its bias) and h (N, H);
  * out (N, H) holds h', act (N, 4H) the gates r, z, n and h2h's new-gate part.  With

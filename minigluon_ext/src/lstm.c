@@ -71,6 +71,37 @@
 DEFINE_LSTM(float, f32, tanh_f32)
 DEFINE_LSTM(double, f64, tanh_f64)
 
+void mg_lstm_forward_rows(int dtype, size_t rows, size_t hd, const void *x, const void *y,
+                          const void *c, void *act, void *h, void *cn)
+{
+    for (size_t r = 0; r < rows; r++) {
+        size_t g = r * 4 * hd, s = r * hd;
+        if (dtype == MG_F32)
+            forward_row_f32(hd, (const float *)x + g, (const float *)y + g, (const float *)c + s,
+                            (float *)act + g, (float *)h + s, (float *)cn + s);
+        else
+            forward_row_f64(hd, (const double *)x + g, (const double *)y + g,
+                            (const double *)c + s, (double *)act + g, (double *)h + s,
+                            (double *)cn + s);
+    }
+}
+
+void mg_lstm_backward_rows(int dtype, size_t rows, size_t hd, const void *act, const void *c,
+                           const void *cn, const void *dh, const void *dcn, void *da, void *dc)
+{
+    for (size_t r = 0; r < rows; r++) {
+        size_t g = r * 4 * hd, s = r * hd;
+        if (dtype == MG_F32)
+            backward_row_f32(hd, (const float *)act + g, (const float *)c + s,
+                             (const float *)cn + s, (const float *)dh + s,
+                             (const float *)dcn + s, (float *)da + g, (float *)dc + s);
+        else
+            backward_row_f64(hd, (const double *)act + g, (const double *)c + s,
+                             (const double *)cn + s, (const double *)dh + s,
+                             (const double *)dcn + s, (double *)da + g, (double *)dc + s);
+    }
+}
+
 void mg_lstm_task(void *args, size_t begin, size_t end)
 {
     const mg_lstm_args *a = (const mg_lstm_args *)args;

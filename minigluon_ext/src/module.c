@@ -738,6 +738,119 @@ static PyObject *py_lstm_cell(PyObject *self, PyObject *args)
     return run_layer(&b, s.n, nthreads, mg_lstm_task, &s);
 }
 
+/* The sequence arguments common to both directions: the gemm, the rows, the sizes from
+ * `shape3` (px or act, (T, N, 4H)), and wh (4H, H), h0 or c0 counts checked by the callers. */
+static int lstm_seq_sizes(const char *fn, mg_lstm_seq_args *s, unsigned long long gemm,
+                          int ilp64, int reverse, Py_ssize_t lo, Py_ssize_t hi,
+                          const Py_buffer *shape3)
+{
+    if (!gemm) {
+        PyErr_Format(PyExc_ValueError, "%s: gemm must be the address of the BLAS's cblas "
+                     "gemm, got 0", fn);
+        return -1;
+    }
+    s->gemm.fn = (void *)(uintptr_t)gemm, s->gemm.ilp64 = ilp64 != 0, s->reverse = reverse;
+    s->steps = (size_t)shape3->shape[0], s->n = (size_t)shape3->shape[1];
+    size_t gates = (size_t)shape3->shape[2];
+    if (s->steps < 1 || gates < 4 || gates % 4) {
+        PyErr_Format(PyExc_ValueError, "%s: the gates must be (T, N, 4H) with T, H >= 1, "
+                     "got (%zu, %zu, %zu)", fn, s->steps, s->n, gates);
+        return -1;
+    }
+    s->hidden = gates / 4;
+    if (lo < 0 || hi <= lo || (size_t)hi > s->n) {
+        PyErr_Format(PyExc_ValueError, "%s: rows [%zd, %zd) must be a non-empty range within "
+                     "the batch of %zu", fn, lo, hi, s->n);
+        return -1;
+    }
+    if (!ilp64 && (s->n * gates > (size_t)INT32_MAX)) {
+        PyErr_Format(PyExc_ValueError, "%s: sizes too large for a 32-bit BLAS", fn);
+        return -1;
+    }
+    s->lo = (size_t)lo, s->hi = (size_t)hi;
+    return 0;
+}
+
+static PyObject *lstm_seq_run(mg_buffers *b, int (*fn)(const mg_lstm_seq_args *),
+                              const mg_lstm_seq_args *s)
+{
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    err = fn(s);
+    Py_END_ALLOW_THREADS
+    release_all(b);
+    if (err)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* lstm_sequence_forward(gemm, ilp64, reverse, lo, hi, px, wh, h0, c0, out, act, cseq):
+ * rows [lo, hi) of one LSTM layer through every step (lstm_sequence.c). */
+static PyObject *py_lstm_sequence_forward(PyObject *self, PyObject *args)
+{
+    static const char *fn = "lstm_sequence_forward";
+    unsigned long long gemm;
+    int ilp64, reverse, dtype;
+    Py_ssize_t lo, hi;
+    PyObject *px_obj, *wh_obj, *h0_obj, *c0_obj, *out_obj, *act_obj, *cseq_obj;
+    mg_buffers b = {.held = 0};
+    mg_lstm_seq_args s = {0};
+    if (!PyArg_ParseTuple(args, "KpinnOOOOOOO", &gemm, &ilp64, &reverse, &lo, &hi, &px_obj,
+                          &wh_obj, &h0_obj, &c0_obj, &out_obj, &act_obj, &cseq_obj))
+        return NULL;
+    Py_buffer *px = take_float(&b, px_obj, 0, 3, fn, "px", &dtype);
+    if (!px || lstm_seq_sizes(fn, &s, gemm, ilp64, reverse, lo, hi, px) < 0)
+        return fail(&b);
+    s.dtype = dtype;
+    size_t state = s.n * s.hidden, t = s.steps;
+    Py_buffer *wh = take_like(&b, wh_obj, 0, fn, "wh", dtype, 4 * s.hidden * s.hidden);
+    Py_buffer *h0 = wh ? take_like(&b, h0_obj, 0, fn, "h0", dtype, state) : NULL;
+    Py_buffer *c0 = h0 ? take_like(&b, c0_obj, 0, fn, "c0", dtype, state) : NULL;
+    Py_buffer *out = c0 ? take_like(&b, out_obj, 1, fn, "out", dtype, (t + 1) * state) : NULL;
+    Py_buffer *act = out ? take_like(&b, act_obj, 1, fn, "act", dtype, 4 * t * state) : NULL;
+    Py_buffer *cseq = act ? take_like(&b, cseq_obj, 1, fn, "cseq", dtype, t * state) : NULL;
+    if (!cseq)
+        return fail(&b);
+    s.px = px->buf, s.wh = wh->buf, s.h0 = h0->buf, s.c0 = c0->buf;
+    s.out = out->buf, s.act = act->buf, s.cseq = cseq->buf;
+    return lstm_seq_run(&b, mg_lstm_sequence_forward, &s);
+}
+
+/* lstm_sequence_backward(gemm, ilp64, reverse, lo, hi, act, wh, c0, cseq, dout, dpx, dh0,
+ * dc0): rows [lo, hi) of the same layer back through every step. */
+static PyObject *py_lstm_sequence_backward(PyObject *self, PyObject *args)
+{
+    static const char *fn = "lstm_sequence_backward";
+    unsigned long long gemm;
+    int ilp64, reverse, dtype;
+    Py_ssize_t lo, hi;
+    PyObject *act_obj, *wh_obj, *c0_obj, *cseq_obj, *dout_obj, *dpx_obj, *dh0_obj, *dc0_obj;
+    mg_buffers b = {.held = 0};
+    mg_lstm_seq_args s = {0};
+    if (!PyArg_ParseTuple(args, "KpinnOOOOOOOO", &gemm, &ilp64, &reverse, &lo, &hi, &act_obj,
+                          &wh_obj, &c0_obj, &cseq_obj, &dout_obj, &dpx_obj, &dh0_obj,
+                          &dc0_obj))
+        return NULL;
+    Py_buffer *act = take_float(&b, act_obj, 0, 3, fn, "act", &dtype);
+    if (!act || lstm_seq_sizes(fn, &s, gemm, ilp64, reverse, lo, hi, act) < 0)
+        return fail(&b);
+    s.dtype = dtype;
+    size_t state = s.n * s.hidden, t = s.steps;
+    Py_buffer *wh = take_like(&b, wh_obj, 0, fn, "wh", dtype, 4 * s.hidden * s.hidden);
+    Py_buffer *c0 = wh ? take_like(&b, c0_obj, 0, fn, "c0", dtype, state) : NULL;
+    Py_buffer *cseq = c0 ? take_like(&b, cseq_obj, 0, fn, "cseq", dtype, t * state) : NULL;
+    Py_buffer *dout = cseq ? take_like(&b, dout_obj, 0, fn, "dout", dtype, (t + 1) * state)
+                           : NULL;
+    Py_buffer *dpx = dout ? take_like(&b, dpx_obj, 1, fn, "dpx", dtype, 4 * t * state) : NULL;
+    Py_buffer *dh0 = dpx ? take_like(&b, dh0_obj, 1, fn, "dh0", dtype, state) : NULL;
+    Py_buffer *dc0 = dh0 ? take_like(&b, dc0_obj, 1, fn, "dc0", dtype, state) : NULL;
+    if (!dc0)
+        return fail(&b);
+    s.act = act->buf, s.wh = wh->buf, s.c0 = c0->buf, s.cseq = cseq->buf;
+    s.dout = dout->buf, s.dpx = dpx->buf, s.dh0 = dh0->buf, s.dc0 = dc0->buf;
+    return lstm_seq_run(&b, mg_lstm_sequence_backward, &s);
+}
+
 /* gru_cell(kind, h, act, out, a, b, dh, nthreads): h (N, H) sets the sizes.  Kind 0
  * (forward) reads a = i2h and b = h2h (N, 3H), writes act (N, 4H) and out (N, H) = h';
  * kind 1 (backward) reads act and out = dout (N, H), writes a = di2h, b = dh2h (N, 3H)
@@ -1309,6 +1422,11 @@ static PyMethodDef methods[] = {
     {"depthwise", py_depthwise, METH_VARARGS,
      "depthwise(kind, x, y, w, bias_or_None, kh, kw, sh, sw, ph, pw, dh, dw, nthreads, "
      "blocked=False)"},
+    {"lstm_sequence_forward", py_lstm_sequence_forward, METH_VARARGS,
+     "lstm_sequence_forward(gemm, ilp64, reverse, lo, hi, px, wh, h0, c0, out, act, cseq)"},
+    {"lstm_sequence_backward", py_lstm_sequence_backward, METH_VARARGS,
+     "lstm_sequence_backward(gemm, ilp64, reverse, lo, hi, act, wh, c0, cseq, dout, dpx, "
+     "dh0, dc0)"},
     {"lstm_cell", py_lstm_cell, METH_VARARGS,
      "lstm_cell(kind, c, act, out, i2h_or_dout, h2h_or_da, dc_or_None, nthreads)"},
     {"softmax", py_softmax, METH_VARARGS,
