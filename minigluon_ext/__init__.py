@@ -100,6 +100,8 @@ one thread, GIL released):
   each step rounded (float16 through float32). `out_ids`/`out` are optional scratch with
   room for every part's rows; the results are views of them.
 - `rows_take(table, ids, out=None)`: out[i] = table[ids[i]] (any dtype; ids in range).
+- `rows_add_at(table, ids, values)`: table[ids[i]] += values[i] in order (np.add.at's bits;
+  ids may repeat), float16/32/64.
 - `rows_sgd_update(weight, ids, grad, mom, ...)`: sgd_update's step on the rows `ids`
   (sorted, unique, in range) of weight and mom, grad row i for ids[i]; the same bits as
   gathering the rows, stepping them and scattering them back.
@@ -163,7 +165,7 @@ __all__ = ["ACTIVE", "backend", "sum_into", "scale_add", "quantize_2bit", "dequa
            "relu", "relu_backward", "clip", "clip_backward", "sgd_update",
            "softmax_forward", "softmax_backward",
            "softmax_cross_entropy_forward", "softmax_cross_entropy_backward",
-           "rows_sum", "rows_take", "rows_sgd_update",
+           "rows_sum", "rows_take", "rows_add_at", "rows_sgd_update",
            "rows_adam_update",
            "LAYER_DTYPES", "winograd_tiles", "native", "fallback"]
 
@@ -589,6 +591,17 @@ def rows_sum(ids, values, out_ids=None, out=None):
     >>> ids, rows = rows_sum([np.array([1, 4]), np.array([4])], [a, b])   # rows[1] = a[1] + b[0]
     """
     return _impl.rows_sum(ids, values, out_ids, out)
+
+
+def rows_add_at(table, ids, values):
+    """table[ids[i]] += values[i] for every i, in order (int64 ids in [0, rows), repeats
+    allowed; float16/32/64): np.add.at's sums, bit for bit. Returns table. An Embedding's
+    gradient is this scatter of its output gradient's rows.
+
+    >>> rows_add_at(np.zeros((3, 2)), np.array([2, 0, 2]), np.ones((3, 2)))
+    array([[1., 1.], [0., 0.], [2., 2.]])
+    """
+    return _impl.rows_add_at(table, ids, values)
 
 
 def rows_take(table, ids, out=None):

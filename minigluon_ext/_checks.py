@@ -673,6 +673,16 @@ def rows_sum(ids, values, out_ids, out):
             room(fn, "out", out, values[0].dtype, total * width))
 
 
+def rows_add_at(table_, ids, values):
+    """Check rows_add_at's arguments."""
+    fn = "rows_add_at"
+    if not isinstance(table_, np.ndarray):
+        raise TypeError(f"{fn}: table must be a numpy.ndarray, got {type(table_).__name__}")
+    table(fn, "table", table_, writable=True)
+    row_ids(fn, "ids", ids, rows=table_.shape[0], increasing=False)
+    rows_of(fn, "values", values, ids.size, table_.shape[1:], table_.dtype)
+
+
 def rows_take(table_, ids, out):
     """Check rows_take's arguments; return out (made when None)."""
     fn = "rows_take"

@@ -456,6 +456,13 @@ def rows_sum(ids, values, out_ids=None, out=None):
     return out_ids[:n], summed
 
 
+def rows_add_at(table, ids, values):
+    """table[ids[i]] += values[i], in order, in NumPy (np.add.at)."""
+    check.rows_add_at(table, ids, values)
+    np.add.at(table, ids, values)
+    return table
+
+
 def rows_take(table, ids, out=None):
     """out[i] = table[ids[i]], in NumPy."""
     out = check.rows_take(table, ids, out)

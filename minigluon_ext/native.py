@@ -234,6 +234,13 @@ def rows_sum(ids, values, out_ids=None, out=None):
     return out_ids[:n], out[:n * width].reshape((n,) + row_shape)
 
 
+def rows_add_at(table, ids, values):
+    """table[ids[i]] += values[i], in order, in C."""
+    check.rows_add_at(table, ids, values)
+    _kernels.rows_add_at(table, table.shape[0], ids, values)
+    return table
+
+
 def rows_take(table, ids, out=None):
     """out[i] = table[ids[i]], in C."""
     out = check.rows_take(table, ids, out)

@@ -100,8 +100,13 @@ def embedding(xp, data, weight, input_dim=None, output_dim=None, dtype="float32"
 
 
 def _add_at(xp, out, ids, values):
-    """out[ids] += values with repeated ids summed (NumPy's add.at, CuPy's scatter_add)."""
-    if hasattr(xp.add, "at"):
+    """out[ids] += values with repeated ids summed (NumPy's add.at, CuPy's scatter_add).
+    Host float tables take minigluon_ext's row scatter: the bits of add.at, which took
+    2.4 ms for the language model's 1120 rows of 256 (about 8 ns a value)."""
+    if xp is np and out.dtype in ext.LAYER_DTYPES and out.flags.c_contiguous and \
+            ids.dtype == np.int64:
+        ext.rows_add_at(out, ids, np.ascontiguousarray(values, dtype=out.dtype))
+    elif hasattr(xp.add, "at"):
         xp.add.at(out, ids, values)
     else:
         import cupyx

@@ -1285,6 +1285,39 @@ static PyObject *py_rows_take(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* rows_add_at(table, rows, ids, values): table[ids[i]] += values[i], in order */
+static PyObject *py_rows_add_at(PyObject *self, PyObject *args)
+{
+    static const char *fn = "rows_add_at";
+    PyObject *table_obj, *ids_obj, *values_obj;
+    Py_ssize_t rows;
+    int dtype;
+    mg_buffers b = {.held = 0};
+    if (!PyArg_ParseTuple(args, "OnOO", &table_obj, &rows, &ids_obj, &values_obj))
+        return NULL;
+    Py_buffer *table = &b.v[b.held];
+    if (get_float_buffer(table_obj, table, 1, fn, "table", &dtype) < 0)
+        return NULL;
+    b.held++;
+    Py_ssize_t width = table_width(table, rows, fn, "table");
+    Py_buffer *ids = width >= 0 ? take_ids(&b, ids_obj, fn, "ids") : NULL;
+    Py_buffer *values = ids ? take_like(&b, values_obj, 0, fn, "values", dtype,
+                                        (size_t)count(ids) * (size_t)width) : NULL;
+    if (!values)
+        return fail(&b);
+    int64_t bad;
+    Py_BEGIN_ALLOW_THREADS
+    bad = mg_rows_add_at(dtype, table->buf, (size_t)rows, (size_t)width, ids->buf,
+                         (size_t)count(ids), values->buf);
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        bad_row(fn, ids->buf, bad, rows);
+        return fail(&b);
+    }
+    release_all(&b);
+    Py_RETURN_NONE;
+}
+
 /* rows_sgd(weight, rows, ids, grad, mom_or_None, lr, wd, momentum, rescale, clip) */
 static PyObject *py_rows_sgd(PyObject *self, PyObject *args)
 {
@@ -1443,6 +1476,7 @@ static PyMethodDef methods[] = {
      "sgd_update(weight, grad, mom_or_None, lr, wd, momentum, rescale, clip, nthreads)"},
     {"rows_sum", py_rows_sum, METH_VARARGS, "rows_sum(ids_list, values_list, width, out_ids, out) -> rows"},
     {"rows_take", py_rows_take, METH_VARARGS, "rows_take(table, rows, ids, out)"},
+    {"rows_add_at", py_rows_add_at, METH_VARARGS, "rows_add_at(table, rows, ids, values)"},
     {"rows_sgd", py_rows_sgd, METH_VARARGS,
      "rows_sgd(weight, rows, ids, grad, mom_or_None, lr, wd, momentum, rescale, clip)"},
     {"rows_adam", py_rows_adam, METH_VARARGS,

@@ -82,14 +82,20 @@ static void start_row(const mg_rows_sum_args *a, void *out, const void *v, int c
         start_f16(out, v, a->width, copy);
 }
 
+/* out[e] += v[e] for e < n, in `dtype` */
+static void add_values(int dtype, void *out, const void *v, size_t n)
+{
+    if (dtype == MG_F32)
+        add_f32(out, v, n);
+    else if (dtype == MG_F64)
+        add_f64(out, v, n);
+    else
+        add_f16(out, v, n);
+}
+
 static void add_row(const mg_rows_sum_args *a, void *out, const void *v)
 {
-    if (a->dtype == MG_F32)
-        add_f32(out, v, a->width);
-    else if (a->dtype == MG_F64)
-        add_f64(out, v, a->width);
-    else
-        add_f16(out, v, a->width);
+    add_values(a->dtype, out, v, a->width);
 }
 
 size_t mg_rows_sum(const mg_rows_sum_args *a)
@@ -117,6 +123,24 @@ size_t mg_rows_sum(const mg_rows_sum_args *a)
     }
     free(at);
     return n;
+}
+
+/* ---- add at ------------------------------------------------------------------------- */
+int64_t mg_rows_add_at(int dtype, void *table, size_t rows, size_t width, const int64_t *ids,
+                       size_t k, const void *values)
+{
+    for (size_t i = 0; i < k; i++)
+        if (ids[i] < 0 || (uint64_t)ids[i] >= rows)
+            return (int64_t)i;
+    size_t bytes = width * ITEM[dtype];
+    char *dst = (char *)table;
+    const char *src = (const char *)values;
+    for (size_t i = 0; i < k; i++) {
+        if (i + PREFETCH_AHEAD < k)
+            prefetch_row(dst + (size_t)ids[i + PREFETCH_AHEAD] * bytes, bytes, 1);
+        add_values(dtype, dst + (size_t)ids[i] * bytes, src + i * bytes, width);
+    }
+    return -1;
 }
 
 /* ---- take --------------------------------------------------------------------------- */

@@ -26,6 +26,12 @@ typedef struct {
 } mg_rows_sum_args;
 size_t mg_rows_sum(const mg_rows_sum_args *a);
 
+/* table[ids[i]] += values[i] for i < k, in that order (a repeated id adds its rows one
+ * after another, each addition rounded: np.add.at's bits).  Returns -1, or the first i
+ * whose id is outside [0, rows) (nothing is added then). */
+int64_t mg_rows_add_at(int dtype, void *table, size_t rows, size_t width, const int64_t *ids,
+                       size_t k, const void *values);
+
 /* out[i] = table[ids[i]] for i < k (row_bytes bytes each).  Returns -1, or the first i
  * whose id is outside [0, rows) (nothing is copied then). */
 int64_t mg_rows_take(const void *table, size_t rows, size_t row_bytes, const int64_t *ids,

@@ -253,3 +253,32 @@ def test_adam_lazy_training_is_the_same_with_and_without_the_kernel(monkeypatch)
                 updater(0, grad, weight)
             return weight.asnumpy()
     same_bits(train(True), train(False))
+
+
+# ---- rows_add_at: an Embedding's scatter of gradient rows --------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_rows_add_at_gives_add_at_bits(path, dtype):
+    rng = np.random.default_rng(3)
+    for rows, width, k in ((10, 4, 25), (1, 3, 5), (50, 1, 0), (7, 256, 40)):
+        table = rng.standard_normal((rows, width)).astype(dtype)
+        ids = rng.integers(0, rows, k).astype(np.int64)     # repeats: summed in order
+        values = rng.standard_normal((k, width)).astype(dtype)
+        want = table.copy()
+        np.add.at(want, ids, values)
+        got = path.rows_add_at(table, ids, values)
+        assert got is table
+        np.testing.assert_array_equal(got, want)
+
+
+def test_rows_add_at_refuses_bad_input_alike(path):
+    table, values = np.zeros((4, 2), np.float32), np.ones((2, 2), np.float32)
+    with pytest.raises(ValueError, match=r"rows_add_at: ids\[1\] = 4 is outside the "
+                                         r"table's 4 rows"):
+        path.rows_add_at(table, np.array([0, 4]), values)
+    with pytest.raises(ShapeError, match=r"values has shape \(2, 2\), expected \(3, 2\)"):
+        path.rows_add_at(table, np.array([0, 1, 2]), values)
+    with pytest.raises(DTypeError, match="ids must be a 1-D int64"):
+        path.rows_add_at(table, np.array([0, 1], np.int32), values)
+    with pytest.raises(DTypeError, match="values has dtype float64"):
+        path.rows_add_at(table, np.array([0, 1]), values.astype(np.float64))
