@@ -16,7 +16,7 @@
 #include "rnn_math.h"
 
 #define DEFINE_LSTM(T, SUF, TANH)                                                           \
-    MG_NO_TRAP MG_CLONES static void forward_row_##SUF(size_t hd, const T *restrict x,                  \
+    MG_NO_TRAP MG_RNN_CLONES static void forward_row_##SUF(size_t hd, const T *restrict x,                  \
                                             const T *restrict y, const T *restrict c,       \
                                             T *restrict act, T *restrict h,                 \
                                             T *restrict cn)                                 \
@@ -36,7 +36,7 @@
         }                                                                                   \
     }                                                                                       \
                                                                                             \
-    MG_NO_TRAP MG_CLONES static void backward_row_##SUF(size_t hd, const T *restrict act,               \
+    MG_NO_TRAP MG_RNN_CLONES static void backward_row_##SUF(size_t hd, const T *restrict act,               \
                                              const T *restrict c, const T *restrict cn,     \
                                              const T *restrict dh, const T *restrict dcn,   \
                                              T *restrict da, T *restrict dc)                \
