@@ -1,0 +1,99 @@
+"""Wall and CPU milliseconds of one LSTM layer's `_rnn_sequence` (the language model's:
+256 hidden, 35 steps, batch 32), forward alone and forward + backward, per setting of its
+recurrence: the per-step loop in Python or in C (ops_rnn_sequence.NATIVE_LOOP), the
+weight gradients as two products or one (ONE_WEIGHT_PRODUCT), the batch rows in 1 part
+or one per compute thread (MINIGLUON_RNN_ROW_PARTS unset). The settings take turns each
+round in one process; figures are medians over rounds of each round's median. Prints ONE
+JSON line:
+
+    python benchmarks/lstm_loop.py [--rounds 4] [--repeats 5]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from minigluon import threads
+from minigluon.ndarray import ops_rnn_sequence as ors
+
+T, N, H = 35, 32, 256
+# name: (C loop, one weight product, MINIGLUON_RNN_ROW_PARTS or None for unset)
+SETTINGS = {"python_loop_two_products": (False, False, None),
+            "c_loop_two_products": (True, False, None),
+            "c_loop_one_product": (True, True, None),
+            "c_loop_one_product_one_part": (True, True, "1")}
+
+
+def layer_arrays(seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((T, N, H)).astype(np.float32)
+    wx, wh = ((rng.standard_normal((4 * H, H)) * 0.05).astype(np.float32) for _ in range(2))
+    zeros = [np.zeros(4 * H, np.float32)] * 2 + [np.zeros((N, H), np.float32)] * 2
+    return [x, wx, wh] + zeros
+
+
+def passes(arrays):
+    """(forward, forward + backward) of the layer on raw arrays, as the operator runs."""
+    x, wx, wh, bx, bh, h0, c0 = arrays
+    dout = np.ones((T + 1, N, H), np.float32)
+
+    def forward():
+        run = ors.SequenceRun(np, ors.steps_for("lstm", np, [x, wx, wh]), x, wx, wh, bx, bh,
+                              False)
+        run.forward(h0, c0)
+        return run
+    return {"forward": forward, "forward_backward": lambda: forward().backward(dout)}
+
+
+def use(setting):
+    ors.NATIVE_LOOP, ors.ONE_WEIGHT_PRODUCT, parts = SETTINGS[setting]
+    if parts is None:
+        os.environ.pop("MINIGLUON_RNN_ROW_PARTS", None)
+    else:
+        os.environ["MINIGLUON_RNN_ROW_PARTS"] = parts
+
+
+def timed(fn, repeats):
+    """Median (wall, CPU) seconds of `repeats` calls after one warm call."""
+    fn()
+    pairs = []
+    for _ in range(repeats):
+        wall, cpu = time.perf_counter(), time.process_time()
+        fn()
+        pairs.append((time.perf_counter() - wall, time.process_time() - cpu))
+    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    load = os.getloadavg()[0]
+    runs = passes(layer_arrays())
+    samples = {}
+    seen_threads = []
+    for r in range(args.rounds):
+        for setting in (list(SETTINGS) if r % 2 == 0 else list(SETTINGS)[::-1]):
+            use(setting)
+            seen_threads.append(threads.compute_threads())
+            for what, fn in runs.items():
+                samples.setdefault(setting, {}).setdefault(what, []).append(
+                    timed(fn, args.repeats))
+    result = {setting: {what: {"wall_ms": round(statistics.median(p[0] for p in v) * 1e3, 2),
+                               "cpu_ms": round(statistics.median(p[1] for p in v) * 1e3, 2)}
+                        for what, v in by_pass.items()}
+              for setting, by_pass in samples.items()}
+    print(json.dumps({"benchmark": "lstm_loop", "rounds": args.rounds, "settings": result,
+                      "compute_threads_min_max": [min(seen_threads), max(seen_threads)],
+                      "loadavg_1min_before": round(load, 2),
+                      "loadavg_1min_after": round(os.getloadavg()[0], 2)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
