@@ -14,14 +14,10 @@ from .batchnorm_host import HostBatchNorm
 from .device_kernels import device_kernels
 from .random import generator
 from .registry import Backward, get, register
-from .row_product import dense_rows
 from .sparse_storage import RowSparseStorage
 
 # BatchNorm of host arrays uses minigluon_ext's kernels (tests turn this off to compare)
 _HOST_KERNELS = True
-# a host FullyConnected with many rows and a wide output splits its rows over the compute
-# threads (row_product.py; tests turn this off to compare)
-ROW_PARTS = True
 
 
 @register("FullyConnected", inputs=("data", "weight", "bias"), takes_need=True)
@@ -42,19 +38,13 @@ def fully_connected(xp, data, weight, bias=None, num_hidden=None, no_bias=False,
     if use_bias and bias.shape not in ((weight.shape[0],), (weight.shape[0], 1)):
         raise ShapeError(f"FullyConnected: bias must have shape ({weight.shape[0]},) or "
                          f"({weight.shape[0]}, 1), got {bias.shape}")
-    out = dense_rows(x, weight, bias.reshape(-1) if use_bias else None) \
-        if xp is np and ROW_PARTS else _product(x, weight, bias if use_bias else None)
+    out = x @ weight.T
+    if use_bias:
+        out += bias.reshape(-1)
     out_shape = (data.shape[0], weight.shape[0]) if flatten else \
         data.shape[:-1] + (weight.shape[0],)
     bias_shape = bias.shape if use_bias else None
     return out.reshape(out_shape), Backward(_fc_grads, xp, data, weight, flatten, bias_shape)
-
-
-def _product(x, weight, bias):
-    out = x @ weight.T
-    if bias is not None:
-        out += bias.reshape(-1)
-    return out
 
 
 def _fc_grads(xp, data, weight, flatten, bias_shape, dy, need=(True, True, True)):
