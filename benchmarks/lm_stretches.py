@@ -12,12 +12,14 @@ runs the step, not of BLAS's or the row parts' helpers) then bounds from below w
 stretch would take with its cores free: the part of the work that stays on one thread. The step is taken
 apart (not hybridized): forward to the LSTM's output, the head (decoder and loss) on a
 detached copy of it, the head's backward, the LSTM's backward from the copy's gradient,
-the update; `whole_step` is the hybridized step as zoo_train times it. `products` times
+the update; `whole_step` is the hybridized step as zoo_train times it. Each stretch also
+reports the process's minor page faults and system CPU seconds in it. `products` times
 the recurrence's per-step product (see its docstring). Prints ONE JSON line.
 """
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import threading
@@ -36,16 +38,20 @@ SPEC = SPECS["lstm_lm"]
 
 
 class Clock:
-    """Wall and CPU seconds of named stretches, appended per stretch."""
+    """Wall and CPU seconds of named stretches (and the process's page faults and system
+    CPU seconds in them), appended per stretch."""
 
     def __init__(self):
         self.samples = {}
 
     def stretch(self, name, fn):
         wall, cpu, own = time.perf_counter(), time.process_time(), time.thread_time()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
         out = fn()
+        after = resource.getrusage(resource.RUSAGE_SELF)
         self.samples.setdefault(name, []).append(
-            (time.perf_counter() - wall, time.process_time() - cpu, time.thread_time() - own))
+            (time.perf_counter() - wall, time.process_time() - cpu, time.thread_time() - own,
+             after.ru_minflt - usage.ru_minflt, after.ru_stime - usage.ru_stime))
         return out
 
 
@@ -146,7 +152,9 @@ def summary(clock):
         own = statistics.median(p[2] for p in pairs)
         result[name] = {"wall_s": round(wall, 4), "cpu_s": round(cpu, 4),
                         "calling_thread_cpu_s": round(own, 4),
-                        "cores": round(cpu / wall, 2) if wall else None}
+                        "cores": round(cpu / wall, 2) if wall else None,
+                        "page_faults": statistics.median(p[3] for p in pairs),
+                        "system_cpu_s": round(statistics.median(p[4] for p in pairs), 4)}
     return result
 
 
