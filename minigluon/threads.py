@@ -26,8 +26,9 @@ import time
 
 from . import config
 
-__all__ = ["compute_threads", "look_again", "set_blas_threads", "limit_to_one", "FreeCores",
-           "blas_libraries", "reload_blas_environment"]
+__all__ = ["compute_threads", "look_again", "set_blas_threads", "hold_blas_at_one",
+           "release_blas", "limit_to_one", "FreeCores", "blas_libraries",
+           "reload_blas_environment"]
 
 SAMPLE_S = 0.1      # how often the runnable count is read
 RESCAN_S = 5.0      # how often BLAS libraries loaded since (SciPy's, say) are looked for
@@ -101,6 +102,7 @@ class _State:
     blas = None             # the count BLAS was last set to
     next_scan = 0.0         # monotonic time of the next search for BLAS libraries
     pinned = None           # limit_to_one() fixed the count
+    held = 0                # open hold_blas_at_one() stretches: BLAS stays at 1 meanwhile
 
 
 def _refresh(now):
@@ -112,7 +114,9 @@ def _refresh(now):
             _State.free = FreeCores(config.usable_cores(), os.cpu_count() or 1)
         cap = min(cap, _State.free.sample())
     _State.count, _State.next_sample = cap, now + SAMPLE_S
-    if cap != _State.blas or now >= _State.next_scan:
+    # while a stretch holds BLAS at one thread (possibly on another thread of ours: the
+    # row parts and long products call this too) setting it back would undo that hold
+    if _State.held == 0 and (cap != _State.blas or now >= _State.next_scan):
         _State.next_scan = now + RESCAN_S
         set_blas_threads(cap)
 
@@ -141,6 +145,31 @@ def set_blas_threads(n):
     """Hold every BLAS library loaded in this process to `n` threads."""
     _State.blas = n
     for lib in blas_libraries(rescan=True):
+        lib.set_num_threads(n)
+
+
+def hold_blas_at_one():
+    """BLAS on one thread until the matching `release_blas(count)`; the count's refreshes
+    leave it there meanwhile. Holds nest and may overlap across threads: the last release
+    sets the count."""
+    with _State.lock:
+        _State.held += 1
+        if _State.held == 1:
+            _set_loaded_blas(1)
+
+
+def release_blas(count):
+    """End one `hold_blas_at_one()`; the last one sets BLAS to `count` threads."""
+    with _State.lock:
+        _State.held = max(0, _State.held - 1)
+        if _State.held == 0:
+            _set_loaded_blas(count)
+
+
+def _set_loaded_blas(n):
+    # the libraries already found: a search costs a millisecond, too much per stretch
+    _State.blas = n
+    for lib in blas_libraries():
         lib.set_num_threads(n)
 
 

@@ -8,8 +8,9 @@ waits a time slice. One forward and backward of the 2-layer LSTM (T=35, N=32, H=
 with the compute threads fixed at 2 took 0.90 CPU s and 1.54 s wall at load 8, 0.28 and
 0.23 at load 7, against 0.18-0.20 and 0.19-0.23 with its step products on one thread.
 
-The process's BLAS count is minigluon.threads'; this lowers it to 1 for the block and
-restores `threads.compute_threads()` after, so the two never disagree for long.
+The process's BLAS count is minigluon.threads'; this holds it at 1 for the block (the
+count's periodic refresh, from any thread of ours, leaves it there meanwhile) and restores
+`threads.compute_threads()` when the last open block ends.
 """
 import contextlib
 
@@ -27,12 +28,8 @@ def one_blas_thread():
     if threads.compute_threads() == 1:
         yield
         return
-    libraries = threads.blas_libraries()     # searched again every few seconds
-    for lib in libraries:
-        lib.set_num_threads(1)
+    threads.hold_blas_at_one()
     try:
         yield
     finally:
-        count = threads.compute_threads()
-        for lib in libraries:
-            lib.set_num_threads(count)
+        threads.release_blas(threads.compute_threads())

@@ -43,3 +43,23 @@ def test_the_count_is_restored_when_the_block_raises(monkeypatch):
             raise ValueError("inside")
     assert set(_blas_counts()) == {2}
     threads.look_again()
+
+
+def test_a_refresh_inside_the_block_leaves_blas_at_one(monkeypatch):
+    # the row parts and long products ask for the count from other threads while a block
+    # is open; a refresh then (a rescan is due every few seconds) must not set BLAS back
+    if not _blas_counts():
+        pytest.skip("NumPy's BLAS is not visible to threadpoolctl here")
+    refresh = threads.compute_threads
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    monkeypatch.setenv("MINIGLUON_ADAPTIVE_THREADS", "0")
+    monkeypatch.setattr(threads.config, "usable_cores", lambda: 2)
+    monkeypatch.setattr(threads, "compute_threads", lambda: 2)
+    with module.one_blas_thread():
+        threads.look_again()            # the next look rescans and would set BLAS
+        assert refresh() == 2
+        inside = _blas_counts()
+    after = _blas_counts()
+    threads.look_again()
+    assert set(inside) == {1}
+    assert set(after) == {2}
