@@ -25,8 +25,9 @@ from .. import config, threads
 from ..base import MXNetError
 
 # per-step multiply-adds each part must have (rows x H x gates*H) before the rows are split
-# on their own: a part's step also runs ~20 us of Python holding the GIL, which its
-# product (2M multiply-adds: ~80 us on one core) must outweigh for two parts to overlap
+# on their own: in the Python loop a part's step also runs ~20 us of Python holding the
+# GIL, which its product (2M multiply-adds: ~80 us on one core) must outweigh for two parts
+# to overlap (an LSTM's C loop holds no GIL between steps; the bound was kept for it)
 MIN_PART_WORK = 1 << 21
 # how long a helper part may take beyond the calling thread's own part before the wait
 # gives up: the parts are of one size, so a part this late is stuck, not slow
