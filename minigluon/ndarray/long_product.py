@@ -34,7 +34,8 @@ from .. import threads
 from ..base import MXNetError
 from .one_blas_thread import one_blas_thread
 
-__all__ = ["long_product", "stacked_product", "summed_product", "MIN_PART", "MIN_STACK_WORK"]
+__all__ = ["long_product", "stacked_product", "summed_product", "part_executor", "MIN_PART",
+           "MIN_STACK_WORK", "PART_DEADLINE_S"]
 
 # a stretch of the sum shorter than this is not worth a thread: one product does it
 MIN_PART = 2048
@@ -63,6 +64,12 @@ def _executor(workers):
             _pool = (workers, concurrent.futures.ThreadPoolExecutor(
                 max_workers=workers, thread_name_prefix="minigluon-long-product"))
         return _pool[1]
+
+
+def part_executor(workers):
+    """The thread pool that runs the parts of split work besides the calling thread: at
+    least `workers` threads, made on first use and kept (a forked child makes its own)."""
+    return _executor(workers)
 
 
 def long_product(a, b, parts=None):
