@@ -99,17 +99,20 @@ def make_step(batch, channels, size, filters, stride, seed=0):
 def timed(step, path, force=False, clock=time.perf_counter):
     """Milliseconds of one step on `path` ('old': columns, 'new': pointwise, on every
     shape when `force`)."""
-    saved = conv_pointwise.MIN_SAMPLE_BYTES, conv_pointwise.MIN_POSITIONS
+    names = ("MIN_SAMPLE_BYTES", "MIN_POSITIONS", "ONE_THREAD_MIN_POSITIONS")
+    saved = [getattr(conv_pointwise, name) for name in names]
     if path == "old":
-        conv_pointwise.MIN_SAMPLE_BYTES = 10 ** 15
+        conv_pointwise.MIN_SAMPLE_BYTES = conv_pointwise.ONE_THREAD_MIN_POSITIONS = 10 ** 15
     elif force:
-        conv_pointwise.MIN_SAMPLE_BYTES = conv_pointwise.MIN_POSITIONS = 0
+        for name in names:
+            setattr(conv_pointwise, name, 0)
     try:
         start = clock()
         step()
         return (clock() - start) * 1e3
     finally:
-        conv_pointwise.MIN_SAMPLE_BYTES, conv_pointwise.MIN_POSITIONS = saved
+        for name, value in zip(names, saved):
+            setattr(conv_pointwise, name, value)
 
 
 def main():

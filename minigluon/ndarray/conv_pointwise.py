@@ -27,7 +27,13 @@ __all__ = ["Pointwise"]
 # swap01 forward, swap01 and col2im backward) are what counts: there the per-sample path
 # took 0.48-0.93x the columns' CPU on every such layer of at least 14x14 positions
 # (ONE_THREAD_MIN_POSITIONS), 0.9-1.4x on 7x7 (benchmarks/conv_pointwise.py --zoo,
-# docs/performance.md). (Tests lower these to compare the paths on small arrays.)
+# docs/performance.md). One group's per-sample products no longer wake BLAS threads on
+# more compute threads either: they are split over the threads by samples, each on one
+# BLAS thread (long_product.stacked_product, summed_product), so the one-thread rule
+# holds for them too; at 2 fixed threads the path took 0.14-0.63x the columns' wall on
+# every DenseNet-121 and MobileNet-v2 1x1 layer from 14x14 up (conv_pointwise.py --zoo
+# --clock wall; docs/performance.md, "DenseNet-121 on two threads"). Grouped 1x1 layers
+# keep the byte rule. (Tests lower these to compare the paths on small arrays.)
 MIN_SAMPLE_BYTES = 2 << 20
 MIN_POSITIONS = 256
 ONE_THREAD_MIN_POSITIONS = 196
@@ -46,7 +52,7 @@ class Pointwise:
         if not all(k == 1 for k in win.kernel) or any(win.pad):
             return False
         positions = math.prod(win.out)
-        if compute_threads() == 1:
+        if compute_threads() == 1 or groups == 1:     # each product on one BLAS thread
             return positions >= ONE_THREAD_MIN_POSITIONS
         return (positions >= MIN_POSITIONS and
                 channels // groups * positions * np.dtype(dtype).itemsize >= MIN_SAMPLE_BYTES)
