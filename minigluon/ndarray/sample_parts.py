@@ -6,8 +6,8 @@ DenseNet's hybridized step joins every layer's 32 new channels to the block's ma
 (`concat`), and its backward adds the gradient a layer's BatchNorm sends back to the one
 the next concatenation's split left (`graph._step_backward`); both pass over the whole
 growing map, O(L^2) bytes a block, and NumPy does them on the calling thread alone: on two
-threads of a quiet machine they were 0.15 s of a 1.7 s step with the second core idle
-(benchmarks/thread_share.py; docs/performance.md, "DenseNet-121 on two threads"). The
+threads of a quiet machine they were 0.14 s of a 2.1 s profiled step with the second core
+idle (benchmarks/thread_share.py; docs/performance.md, "DenseNet-121 on two threads"). The
 values are NumPy's, bit for bit: each element is copied or added once, as there.
 """
 import concurrent.futures
