@@ -31,7 +31,7 @@ __all__ = ["Pointwise"]
 # more compute threads either: they are split over the threads by samples, each on one
 # BLAS thread (long_product.stacked_product, summed_product), so the one-thread rule
 # holds for them too: on 2 fixed threads of a quiet machine the path took 0.65-0.97x the
-# columns' wall on every DenseNet-121 and MobileNet-v2 1x1 layer from 14x14 up, 1.0-1.3x
+# columns' wall on every DenseNet-121 and MobileNet-v2 1x1 layer from 14x14 up, 0.98-1.3x
 # on 7x7 (conv_pointwise.py --zoo --clock wall; docs/performance.md, "DenseNet-121 on two
 # threads"). Grouped 1x1 layers keep the byte rule. (Tests lower these to compare the paths on small arrays.)
 MIN_SAMPLE_BYTES = 2 << 20
