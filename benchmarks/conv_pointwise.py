@@ -13,7 +13,8 @@ milliseconds of old and new and the median of the per-round new/old ratios.
 
 `--zoo` times instead the 1x1 layers of MobileNet-v2 (batch 16) and DenseNet-121 (batch 8)
 at 224x224, every one of them forced onto the pointwise path for "new" (the thresholds
-set to 0), in CPU seconds of this process (time.process_time), to place the thresholds.
+set to 0), in CPU seconds of this process (time.process_time), to place the thresholds;
+`--clock wall` times them by the wall clock instead (on fixed threads, quiet).
 
 On an oversubscribed machine (load far above the cores), multi-threaded BLAS spends its
 time waking threads, per call, which punishes the per-sample matmuls of the new path; run
@@ -98,17 +99,20 @@ def make_step(batch, channels, size, filters, stride, seed=0):
 def timed(step, path, force=False, clock=time.perf_counter):
     """Milliseconds of one step on `path` ('old': columns, 'new': pointwise, on every
     shape when `force`)."""
-    saved = conv_pointwise.MIN_SAMPLE_BYTES, conv_pointwise.MIN_POSITIONS
+    names = ("MIN_SAMPLE_BYTES", "MIN_POSITIONS", "ONE_THREAD_MIN_POSITIONS")
+    saved = [getattr(conv_pointwise, name) for name in names]
     if path == "old":
-        conv_pointwise.MIN_SAMPLE_BYTES = 10 ** 15
+        conv_pointwise.MIN_SAMPLE_BYTES = conv_pointwise.ONE_THREAD_MIN_POSITIONS = 10 ** 15
     elif force:
-        conv_pointwise.MIN_SAMPLE_BYTES = conv_pointwise.MIN_POSITIONS = 0
+        for name in names:
+            setattr(conv_pointwise, name, 0)
     try:
         start = clock()
         step()
         return (clock() - start) * 1e3
     finally:
-        conv_pointwise.MIN_SAMPLE_BYTES, conv_pointwise.MIN_POSITIONS = saved
+        for name, value in zip(names, saved):
+            setattr(conv_pointwise, name, value)
 
 
 def main():
@@ -117,12 +121,16 @@ def main():
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--zoo", action="store_true",
                         help="the zoo's 1x1 layers, all forced onto the pointwise path, CPU time")
+    parser.add_argument("--clock", choices=("wall", "cpu"),
+                        help="what to time (default: cpu with --zoo, else wall); on fixed "
+                             "threads of a quiet machine the wall says what a step waits")
     args = parser.parse_args()
     if args.zoo:
         steps = {name: make_step(*shape) for name, shape in ZOO_SHAPES.items()}
     else:
         steps = {name: make_step(args.batch, *shape) for name, shape in SHAPES.items()}
-    clock = time.process_time if args.zoo else time.perf_counter
+    clock = time.process_time if (args.clock or ("cpu" if args.zoo else "wall")) == "cpu" \
+        else time.perf_counter
     times = {name: {"old": [], "new": []} for name in steps}
     for name, step in steps.items():        # warm up both paths (allocator, BLAS threads)
         timed(step, "old", args.zoo, clock)
@@ -140,6 +148,7 @@ def main():
                         "new_over_old": round(statistics.median(ratios), 3)}
     print(json.dumps({"benchmark": "conv_pointwise", "batch": args.batch,
                       "rounds": args.rounds, "zoo": args.zoo, "blas_threads": blas_threads(),
+                      "clock": "cpu" if clock is time.process_time else "wall",
                       "kernel_threads": config.compute_threads(),
                       "load_avg_1min": os.getloadavg()[0], "shapes": result}))
 

@@ -112,8 +112,7 @@ def torch_net(name, spec):
     """The same architecture in PyTorch."""
     from torch import nn
     if name in TORCHVISION:
-        import torchvision
-        return getattr(torchvision.models, TORCHVISION[name])(num_classes=spec["classes"])
+        return _torchvision_net(name, spec)
     if name == "lenet":
         return nn.Sequential(nn.Conv2d(1, 20, 5), nn.ReLU(), nn.MaxPool2d(2, 2),
                              nn.Conv2d(20, 50, 5), nn.ReLU(), nn.MaxPool2d(2, 2), nn.Flatten(),
@@ -124,6 +123,21 @@ def torch_net(name, spec):
     if name == "lstm_lm":
         return _torch_lm()
     raise ValueError(f"no PyTorch model for {name!r}; known: {sorted(SPECS)}")
+
+
+def _torchvision_net(name, spec):
+    """torchvision's model, or where torchvision is missing (a CPU-only torch cannot load
+    the PyPI wheel's operators) the same architecture from torch_zoo.py."""
+    try:
+        import torchvision
+    except (ImportError, RuntimeError, OSError) as err:
+        import torch_zoo
+        if name not in torch_zoo.MODELS:
+            raise RuntimeError(f"{name} needs torchvision in the PyTorch venv ({err}); help: "
+                               f"install it, or run --models {','.join(torch_zoo.MODELS)}, "
+                               "which torch_zoo.py writes out") from err
+        return torch_zoo.MODELS[name](num_classes=spec["classes"])
+    return getattr(torchvision.models, TORCHVISION[name])(num_classes=spec["classes"])
 
 
 def _torch_lm():

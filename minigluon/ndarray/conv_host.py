@@ -16,7 +16,8 @@ import minigluon_ext as ext
 from .. import autograd
 from ..threads import compute_threads
 from .conv_depthwise import HostDepthwise
-from .long_product import long_product
+from .long_product import long_product, stacked_product
+from .one_blas_thread import one_blas_thread
 
 __all__ = ["on_host", "HostConv", "HostWinograd", "host_conv", "host_max_pool"]
 
@@ -197,7 +198,8 @@ class HostWinograd(HostConv):
             v = ext.winograd_input(x[a:b], self.win.pad, self.tile)
             if self.tiles is not None:
                 self.tiles.append((x, v))
-            ext.winograd_output(u @ v, out[a:b].shape, bias, self.tile, out=out[a:b])
+            ext.winograd_output(stacked_product(u, v), out[a:b].shape, bias, self.tile,
+                                out=out[a:b])
         return out
 
     def backward(self, dy, x, w, need_x=True, need_w=True):
@@ -209,12 +211,12 @@ class HostWinograd(HostConv):
         for k, (a, b) in enumerate(self._chunks(dy.shape[0])):
             dm = ext.winograd_output_adjoint(dy[a:b], self.tile)
             if need_x:
-                ext.winograd_input_adjoint(u.swapaxes(1, 2) @ dm, dx[a:b].shape, self.win.pad,
-                                           self.tile, out=dx[a:b])
+                ext.winograd_input_adjoint(stacked_product(u.swapaxes(1, 2), dm), dx[a:b].shape,
+                                           self.win.pad, self.tile, out=dx[a:b])
             if need_w:
                 v = kept[k][1] if kept and kept[k][0] is x else \
                     ext.winograd_input(np.ascontiguousarray(x[a:b]), self.win.pad, self.tile)
-                part = dm @ v.swapaxes(1, 2)
+                part = stacked_product(dm, v.swapaxes(1, 2))
                 du = part if du is None else np.add(du, part, out=du)
         self.tiles = None
         return dx, (self._transform_grad(du) if need_w else None)
@@ -223,13 +225,16 @@ class HostWinograd(HostConv):
         """U (P, F, C): U[(M+2)i + j, f, c] = (G w[f, c] G^T)[i, j], as one matmul."""
         f, c = w.shape[:2]
         w2 = np.ascontiguousarray(w).reshape(f * c, 9)
-        return (_WINOGRAD_GG[self.tile].astype(w.dtype) @ w2.T).reshape(-1, f, c)
+        # a 9-long sum: split over two BLAS threads it took 16x its one-thread time
+        with one_blas_thread():
+            return (_WINOGRAD_GG[self.tile].astype(w.dtype) @ w2.T).reshape(-1, f, c)
 
     def _transform_grad(self, du):
         """The gradient for w of sum(du * U(w)): G^T du[f, c] G, (F, C, 3, 3)."""
         p, f, c = du.shape
         gg = _WINOGRAD_GG[self.tile].astype(du.dtype)
-        return (du.reshape(p, f * c).T @ gg).reshape(f, c, 3, 3)
+        with one_blas_thread():
+            return (du.reshape(p, f * c).T @ gg).reshape(f, c, 3, 3)
 
 
 def host_conv(win, groups, channels, dtype):

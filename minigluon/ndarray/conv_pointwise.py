@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ..threads import compute_threads
+from .long_product import stacked_product, summed_product
 
 __all__ = ["Pointwise"]
 
@@ -26,7 +27,13 @@ __all__ = ["Pointwise"]
 # swap01 forward, swap01 and col2im backward) are what counts: there the per-sample path
 # took 0.48-0.93x the columns' CPU on every such layer of at least 14x14 positions
 # (ONE_THREAD_MIN_POSITIONS), 0.9-1.4x on 7x7 (benchmarks/conv_pointwise.py --zoo,
-# docs/performance.md). (Tests lower these to compare the paths on small arrays.)
+# docs/performance.md). One group's per-sample products no longer wake BLAS threads on
+# more compute threads either: they are split over the threads by samples, each on one
+# BLAS thread (long_product.stacked_product, summed_product), so the one-thread rule
+# holds for them too: on 2 fixed threads of a quiet machine the path took 0.65-0.97x the
+# columns' wall on every DenseNet-121 and MobileNet-v2 1x1 layer from 14x14 up, 0.98-1.3x
+# on 7x7 (conv_pointwise.py --zoo --clock wall; docs/performance.md, "DenseNet-121 on two
+# threads"). Grouped 1x1 layers keep the byte rule. (Tests lower these to compare the paths on small arrays.)
 MIN_SAMPLE_BYTES = 2 << 20
 MIN_POSITIONS = 256
 ONE_THREAD_MIN_POSITIONS = 196
@@ -45,7 +52,7 @@ class Pointwise:
         if not all(k == 1 for k in win.kernel) or any(win.pad):
             return False
         positions = math.prod(win.out)
-        if compute_threads() == 1:
+        if compute_threads() == 1 or groups == 1:     # each product on one BLAS thread
             return positions >= ONE_THREAD_MIN_POSITIONS
         return (positions >= MIN_POSITIONS and
                 channels // groups * positions * np.dtype(dtype).itemsize >= MIN_SAMPLE_BYTES)
@@ -69,7 +76,7 @@ class Pointwise:
 
     def forward(self, x, w, bias=None):
         """(N, F, *out): one matmul per sample (and group) against the weight."""
-        rows = self.xp.matmul(self._weights(w), self._as_matrices(self._sampled(x)))
+        rows = self._per_sample(self._weights(w), self._as_matrices(self._sampled(x)))
         out = rows.reshape((x.shape[0], w.shape[0]) + self.win.out)
         if bias is not None:
             out += bias.reshape((1, -1) + (1,) * len(self.win.out))
@@ -80,10 +87,19 @@ class Pointwise:
         dy4 = self._as_matrices(dy.astype(w.dtype, copy=False))
         dx = dw = None
         if need_x:
-            dx = self._scatter(self.xp.matmul(self._weights(w).swapaxes(-1, -2), dy4), x)
+            dx = self._scatter(self._per_sample(self._weights(w).swapaxes(-1, -2), dy4), x)
         if need_w:
             dw = self._weight_grad(dy4, self._as_matrices(self._sampled(x)), w)
         return dx, dw
+
+    def _per_sample(self, w3, a4):
+        """w3 (g, R, K) times each sample's a4[n] (g, K, P): (N, g, R, P). One group's
+        products split over the compute threads by samples, each on one BLAS thread
+        (long_product.py), instead of every small product over the BLAS threads."""
+        if self.groups > 1 or self.xp is not np:
+            return self.xp.matmul(w3, a4)
+        n, _, k, p = a4.shape
+        return stacked_product(w3, a4.reshape(n, k, p)).reshape(n, 1, -1, p)
 
     def _scatter(self, dcols, x):
         """dcols (N, g, C/g, P_out) back onto x's shape: strided positions, zeros between."""
@@ -97,6 +113,10 @@ class Pointwise:
     def _weight_grad(self, dy4, x4, w):
         """sum over samples of dy[n] @ x[n]^T, accumulated one sample at a time: the (N, F, C)
         stack of products would be as big as a batch of weights."""
+        if self.groups == 1 and self.xp is np:     # samples split over the compute threads
+            n, _, f, p = dy4.shape
+            return summed_product(dy4.reshape(n, f, p),
+                                  x4.reshape(n, -1, p).swapaxes(1, 2)).reshape(w.shape)
         dw = self.xp.zeros(self._weights(w).shape, dtype=w.dtype)
         part = self.xp.empty_like(dw)
         for n in range(dy4.shape[0]):

@@ -1,5 +1,8 @@
-"""`long_product(a, b)`: a matrix product with a long sum and a small result, its sum split
-over the compute threads.
+"""Matrix products split over the compute threads, each part on one BLAS thread:
+`long_product(a, b)` splits a long sum with a small result, `stacked_product(a, b)` a
+stack of products (Winograd's (M+2)^2 tile positions, a batch of samples) by stack entry,
+and `summed_product(a, b)` the sum of a stack of products (a 1x1 layer's weight gradient,
+summed over samples) by stack entry too.
 
 The weight gradient of a convolution on the columns path is rows (F, n*P) times columns^T
 (n*P, C*kh*kw): the result is small (MobileNet-v2's 1x1 layers: 16x96 to 320x960), the sum
@@ -10,6 +13,16 @@ work on the calling thread, and 16x the CPU it takes on one thread (the rest wai
 the other BLAS thread; benchmarks/thread_share.py, docs/performance.md). Here each thread
 sums its own stretch of the positions on one BLAS thread, and the caller adds the parts:
 the threads meet once per product.
+
+A stack of small products (Winograd's 36 products (32, 128) @ (128, T) per chunk of samples
+on DenseNet-121's 3x3 layers, a 1x1 layer's one product per sample) is the same problem
+many times over: NumPy calls BLAS once per entry, and on two threads OpenBLAS splits each
+small product and meets its other thread every time, or spins waiting for it. The stack's
+entries are independent, so each compute thread takes a stretch of them whole, on one BLAS
+thread, and writes its stretch of the output: the threads meet once per stack, and each
+entry's bits are its one-thread product's. On two fixed threads at load 5, DenseNet's
+56x56 weight-gradient stack (36 x (32, 1568) @ (1568, 128)) took 50 ms wall split by
+OpenBLAS and 14 split by entries (docs/performance.md, "DenseNet-121 on two threads").
 """
 import concurrent.futures
 import os
@@ -21,10 +34,13 @@ from .. import threads
 from ..base import MXNetError
 from .one_blas_thread import one_blas_thread
 
-__all__ = ["long_product", "MIN_PART"]
+__all__ = ["long_product", "stacked_product", "summed_product", "part_executor", "MIN_PART",
+           "MIN_STACK_WORK", "PART_DEADLINE_S"]
 
 # a stretch of the sum shorter than this is not worth a thread: one product does it
 MIN_PART = 2048
+# a stack of fewer multiply-adds than this is one call: a thread hop costs about as much
+MIN_STACK_WORK = 1 << 20
 # a part that has not finished after this long means a stuck BLAS call, not a slow one
 PART_DEADLINE_S = 600.0
 
@@ -50,6 +66,12 @@ def _executor(workers):
         return _pool[1]
 
 
+def part_executor(workers):
+    """The thread pool that runs the parts of split work besides the calling thread: at
+    least `workers` threads, made on first use and kept (a forked child makes its own)."""
+    return _executor(workers)
+
+
 def long_product(a, b, parts=None):
     """a @ b for a (..., M, L) and b (..., L, N) host arrays, the sum over L split into
     `parts` (default: the compute threads, fewer where a part would be under MIN_PART).
@@ -67,10 +89,86 @@ def long_product(a, b, parts=None):
                    for lo, hi in zip(cuts[1:-1], cuts[2:])]
         out = a[..., :cuts[1]] @ b[..., :cuts[1], :]
         for future in pending:
-            try:
-                out += future.result(timeout=PART_DEADLINE_S)
-            except concurrent.futures.TimeoutError:
-                raise MXNetError(f"long_product: a part of the product {a.shape} @ {b.shape} "
-                                 f"took over {PART_DEADLINE_S} s; help: check the BLAS "
-                                 "library (threadpoolctl.threadpool_info())") from None
+            out += _result(future, "long_product", a, b)
     return out
+
+
+def stacked_product(a, b, out=None, parts=None):
+    """a @ b for stacks of matrices, a (S or 1, M, K) and b (S or 1, K, N) host arrays,
+    the S entries split into `parts` stretches (default: the compute threads, one call
+    where the stack has under MIN_STACK_WORK multiply-adds), each on one BLAS thread.
+    `out` (S, M, N), if given, must be C-contiguous.
+
+    >>> m = stacked_product(u, v)       # (36, F, C) @ (36, C, T): Winograd's products
+    """
+    stack = max(a.shape[0], b.shape[0])
+    parts = _stack_parts(stack, a, b, parts)
+    if parts < 2 or not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+        return a @ b if out is None else np.matmul(a, b, out=out)
+    if out is None:
+        out = np.empty((stack, a.shape[1], b.shape[2]), np.result_type(a, b))
+    cuts = [stack * k // parts for k in range(parts + 1)]
+
+    def part(lo, hi):
+        return np.matmul(_entries(a, lo, hi), _entries(b, lo, hi), out=out[lo:hi])
+    with one_blas_thread():
+        pending = [_executor(parts - 1).submit(part, lo, hi)
+                   for lo, hi in zip(cuts[1:-1], cuts[2:])]
+        part(0, cuts[1])
+        for future in pending:
+            _result(future, "stacked_product", a, b)
+    return out
+
+
+def summed_product(a, b, parts=None):
+    """The sum over s of a[s] @ b[s], for stacks a (S, M, K) and b (S, K, N) of host
+    arrays: each of `parts` threads (default as stacked_product's) adds the products of
+    its stretch of entries into its own (M, N) sum on one BLAS thread, the caller adds the
+    sums. One entry's products are never stacked: (S, M, N) could be as big as a batch of
+    weights.
+
+    >>> dw = summed_product(dy, x.swapaxes(1, 2))      # sum over samples of dy[n] @ x[n]^T
+    """
+    stack = a.shape[0]
+    parts = _stack_parts(stack, a, b, parts)
+    if parts < 2 or not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+        return _sum_of_products(a, b, 0, stack)
+    cuts = [stack * k // parts for k in range(parts + 1)]
+    with one_blas_thread():
+        pending = [_executor(parts - 1).submit(_sum_of_products, a, b, lo, hi)
+                   for lo, hi in zip(cuts[1:-1], cuts[2:])]
+        out = _sum_of_products(a, b, 0, cuts[1])
+        for future in pending:
+            out += _result(future, "summed_product", a, b)
+    return out
+
+
+def _sum_of_products(a, b, lo, hi):
+    """a[lo] @ b[lo] + ... + a[hi - 1] @ b[hi - 1], one (M, N) scratch for the terms."""
+    out = a[lo] @ b[lo]
+    part = np.empty_like(out) if hi - lo > 1 else None
+    for s in range(lo + 1, hi):
+        out += np.matmul(a[s], b[s], out=part)
+    return out
+
+
+def _stack_parts(stack, a, b, parts):
+    """How many stretches a stack of `stack` products (M, K) @ (K, N) runs in."""
+    if parts is None:
+        work = stack * a.shape[1] * a.shape[2] * b.shape[2]
+        parts = threads.compute_threads() if work >= MIN_STACK_WORK else 1
+    return min(parts, stack)
+
+
+def _entries(a, lo, hi):
+    """Entries lo..hi of a stack; a stack of one is every entry's (broadcast)."""
+    return a if a.shape[0] == 1 else a[lo:hi]
+
+
+def _result(future, name, a, b):
+    try:
+        return future.result(timeout=PART_DEADLINE_S)
+    except concurrent.futures.TimeoutError:
+        raise MXNetError(f"{name}: a part of the product {a.shape} @ {b.shape} took over "
+                         f"{PART_DEADLINE_S} s; help: check the BLAS library "
+                         "(threadpoolctl.threadpool_info())") from None

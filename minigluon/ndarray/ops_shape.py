@@ -4,6 +4,7 @@ and the `x[key]` read that NDArray.__getitem__ uses."""
 import numpy as np
 
 from ..base import ShapeError
+from . import sample_parts
 from .ops_reduce import norm_axis
 from .registry import check_same_dtype, register
 
@@ -416,7 +417,7 @@ def concat(xp, *data, dim=1, num_args=None):
     rest = {d.shape[:ax] + d.shape[ax + 1:] for d in data}
     if len(rest) != 1:
         raise ShapeError(f"concat: shapes {[d.shape for d in data]} differ outside dim {dim}")
-    out = xp.concatenate(data, axis=ax)
+    out = sample_parts.concatenate(data, ax) if xp is np else xp.concatenate(data, axis=ax)
     bounds = np.cumsum([d.shape[ax] for d in data])[:-1]
     return out, lambda dy: tuple(xp.split(dy, bounds, axis=ax))
 

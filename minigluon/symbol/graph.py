@@ -14,9 +14,11 @@ value it reports is the one its node computes.
 A CachedGraph is also the operator `_CachedOp` (registered below): the node that
 `autograd.get_symbol` makes for a hybridized call, which `Symbol.eval` can run again.
 """
+import numpy as np
+
 from .. import autograd, profiler
 from ..base import MXNetError
-from ..ndarray import registry
+from ..ndarray import registry, sample_parts
 from ..ndarray.ndarray import NDArray
 from ..ndarray.sparse_storage import is_sparse
 from . import rewrite
@@ -226,8 +228,7 @@ class CachedGraph:
             if kind != "slot" or g is None or not need[ref]:
                 continue
             g = _fit_raw(g, values[ref])
-            # an Embedding's row_sparse weight gradient stays sparse (autograd.sum_grads)
-            grads[ref] = g if grads[ref] is None else autograd.sum_grads(grads[ref], g, xp)
+            grads[ref] = g if grads[ref] is None else _sum_grads(grads[ref], g, xp)
 
 
 @registry.register("_CachedOp", inputs=(), variadic=True, takes_need=True)
@@ -268,6 +269,15 @@ class _Meta:
     def of(cls, value):
         """The value's _Meta; a value without a dtype (none expected) stays as it is."""
         return cls(value.shape, value.dtype) if hasattr(value, "dtype") else value
+
+
+def _sum_grads(a, b, xp):
+    """a + b of two gradients of one value: two big host arrays split over the compute
+    threads (DenseNet's concatenations, each layer's map), an Embedding's row_sparse
+    weight gradient kept sparse (autograd.sum_grads)."""
+    if xp is np and isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return sample_parts.add(a, b)
+    return autograd.sum_grads(a, b, xp)
 
 
 def _fit_raw(grad, value):

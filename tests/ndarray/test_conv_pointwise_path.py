@@ -69,6 +69,7 @@ def test_big_maps_take_the_pointwise_path_and_agree_with_columns(stride, monkeyp
     fast = _run(x, w, b, stride)
     assert taken == [1]
     monkeypatch.setattr(conv_pointwise, "MIN_SAMPLE_BYTES", 10**12)   # the columns path
+    monkeypatch.setattr(conv_pointwise, "ONE_THREAD_MIN_POSITIONS", 10**12)
     for got, want in zip(fast, _run(x, w, b, stride)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
     assert taken == [1]
@@ -78,9 +79,25 @@ def test_small_maps_keep_the_batched_columns_path(monkeypatch):
     monkeypatch.setattr(conv_pointwise, "compute_threads", lambda: 2)
     taken = []
     monkeypatch.setattr(conv_pointwise.Pointwise, "forward", lambda *a: taken.append(1))
-    x = nd.ones((4, 64, 16, 16))           # 64 KiB a sample: batched columns are faster
+    x = nd.ones((4, 64, 7, 7))             # 7x7: batched columns are faster
     y = nd.Convolution(x, nd.ones((8, 64, 1, 1)), kernel=(1, 1), num_filter=8, no_bias=True)
     assert taken == [] and float(y[0, 0, 0, 0].asscalar()) == 64.0
+    x = nd.ones((4, 64, 16, 16))           # grouped and 64 KiB a sample: columns too
+    y = nd.Convolution(x, nd.ones((8, 32, 1, 1)), kernel=(1, 1), num_filter=8, num_group=2,
+                       no_bias=True)
+    assert taken == [] and float(y[0, 0, 0, 0].asscalar()) == 32.0
+
+
+def test_one_group_from_14x14_takes_the_split_pointwise_path(monkeypatch):
+    # its per-sample products run one per thread (long_product.stacked_product)
+    monkeypatch.setattr(conv_pointwise, "compute_threads", lambda: 2)
+    taken = []
+    real = conv_pointwise.Pointwise.forward
+    monkeypatch.setattr(conv_pointwise.Pointwise, "forward",
+                        lambda self, *a: taken.append(1) or real(self, *a))
+    x = nd.ones((4, 64, 14, 14))           # 49 KiB a sample
+    y = nd.Convolution(x, nd.ones((8, 64, 1, 1)), kernel=(1, 1), num_filter=8, no_bias=True)
+    assert taken == [1] and float(y[0, 0, 0, 0].asscalar()) == 64.0
 
 
 @pytest.mark.parametrize("size,pointwise", [(14, True), (7, False)])
@@ -96,7 +113,7 @@ def test_on_one_thread_maps_from_14x14_take_the_pointwise_path(size, pointwise, 
     w, b = rng.standard_normal((5, 16, 1, 1)).astype(np.float32), rng.standard_normal(5)
     got = _run(x, w, b, (1, 1))
     assert taken == ([1] if pointwise else [])
-    monkeypatch.setattr(conv_pointwise, "compute_threads", lambda: 2)   # the columns path
+    monkeypatch.setattr(conv_pointwise, "ONE_THREAD_MIN_POSITIONS", 10**12)  # the columns
     for a, want in zip(got, _run(x, w, b, (1, 1))):
         np.testing.assert_allclose(a, want, rtol=1e-4, atol=1e-4)
     assert taken == ([1] if pointwise else [])
