@@ -40,6 +40,7 @@ __all__ = ["Van", "TimeoutError", "JobAbortedError", "node_logger", "unlink_ipc_
 
 _LOG = logging.getLogger("minigluon.kvstore")
 _REPLIES = (Cmd.ACK, Cmd.VALUE, Cmd.BYTES, Cmd.ERROR, Cmd.VALUES)
+_VALUES = (Cmd.VALUE, Cmd.VALUES)
 _COPY_BELOW = 65536        # pyzmq copies smaller frames at send; a resend needs its own copy
 _trust_noted = False
 _IPC_FILES = set()         # socket files of this process's ipc:// binds
@@ -408,7 +409,7 @@ class Van:
         msg.sender = self.sender
         frames = self._seal(msg, identity, to_router=False)
         if msg.req:
-            self.duplicates.answered(identity, msg.req, frames)
+            self.duplicates.answered(identity, msg.req, frames, msg.cmd in _VALUES)
         return self._send(self._router, [identity] + frames, msg, track)
 
     def sealed_request(self, msg, identity):
