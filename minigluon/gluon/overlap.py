@@ -53,8 +53,8 @@ class GradientOverlap:
     round (the backward passes since the last step), what was pushed, what is pulled.
 
     `params` are the Trainer's parameters (the index is the kvstore key); `kvstore` has
-    `push_pull_later` and `push_pull_bucket_later` (KVStoreDist); `pull_weights`: updates run in the store, so the pull brings
-    weights (else the sum of the gradients).
+    `push_pull_later` and `push_pull_bucket_later` (KVStoreDist); `pull_weights`: updates
+    run in the store, so the pull brings weights (else the sum of the gradients).
     """
 
     def __init__(self, params, kvstore, pull_weights, buckets=None):

@@ -934,12 +934,13 @@ class KVStoreDist(KVStore):
         """Send the bucket of pushes `items`; with `pulls` [(key, out(s))], of the same
         keys, it asks for their values too: one PendingPull per key (else [])."""
         server = self._bucket_of(items, "push to")
-        parts, laters = [], []
+        parts, laters, infos = [], [], []
         for i, (key, values) in enumerate(items):
             values = values if isinstance(values, (list, tuple)) else [values]
             info = self._info(key, values, "push to")
             if pulls is not None:
                 laters.append(self._bucket_pull(info, pulls[i][1]))
+                infos.append(info)
             flat, _ = self._reduce(info, values)
             info.pushes += 1
             self._po.clock.saw_push(info.pushes)
@@ -961,9 +962,9 @@ class KVStoreDist(KVStore):
         req = self._van.request(server_name(server), msg,
                                 f"push and pull of the bucket of keys {keys}",
                                 on_reply=functools.partial(_share_bucket, laters))
-        for later in laters:
+        for info, later in zip(infos, laters):
             later.reqs = [req]
-            later._info.later = later
+            info.later = later
         return laters
 
     def _bucket_pull(self, info, out):
