@@ -1156,8 +1156,9 @@ class KVStoreDist(KVStore):
 
 
 class PendingPush:
-    """A push in flight (`KVStoreDist.push_nowait`): `wait()` returns once the pushed
-    arrays may change again (the servers have read what was sent from them)."""
+    """A push in flight (`KVStoreDist.push_nowait`, `push_pull_later`): `wait()` returns
+    once the pushed arrays may change again (the servers have read what was sent from
+    them; for a push that asked for its value, zmq has sent them)."""
 
     __slots__ = ("_van", "_reqs", "_sent_only")
 
