@@ -168,8 +168,10 @@ def run_job(args, tree, profile_dir=None):
             if profile_dir and name == "server0":
                 role_env.update(BENCH_PROFILE_OUT=os.path.join(profile_dir, "server0.json"),
                                 BENCH_PROFILE_N=str(args.profile))
+            # cwd=tree: `python -c` puts the working directory first on sys.path, so
+            # from elsewhere the scheduler and servers would import that tree's package
             procs.append(subprocess.Popen(
-                [sys.executable, "-c", SERVER.format(here=here)], env=role_env,
+                [sys.executable, "-c", SERVER.format(here=here)], env=role_env, cwd=tree,
                 stdout=subprocess.DEVNULL))
         env["BENCH_OTHER_PIDS"] = ",".join(str(p.pid) for p in procs)
         argv = [sys.executable, os.path.abspath(__file__), "--worker", "--model", args.model,

@@ -53,8 +53,8 @@ class GradientOverlap:
     round (the backward passes since the last step), what was pushed, what is pulled.
 
     `params` are the Trainer's parameters (the index is the kvstore key); `kvstore` has
-    `push_nowait`, `pull_later` and the bucket calls of KVStoreDist; `pull_weights`: updates run in the store, so the pull brings
-    weights (else the sum of the gradients).
+    `push_pull_later` and `push_pull_bucket_later` (KVStoreDist); `pull_weights`: updates
+    run in the store, so the pull brings weights (else the sum of the gradients).
     """
 
     def __init__(self, params, kvstore, pull_weights, buckets=None):
@@ -67,7 +67,7 @@ class GradientOverlap:
         self._sending = []     # PendingPush of this round: the grads may not change yet
         small, size = config.overlap_buckets() if buckets is None else buckets
         self._buckets = _Buckets(kvstore, small, size) if small and size and \
-            hasattr(kvstore, "push_bucket") else None
+            hasattr(kvstore, "push_pull_bucket_later") else None
 
     def install(self, indices):
         """Hook every copy of the parameters `indices` (those the store holds); arrays
@@ -127,9 +127,9 @@ class GradientOverlap:
             self._sent(self._buckets.add(server, index, grads, out))
             return
         # a big gradient goes zero-copy: backward goes on while it travels (step waits
-        # for it before the gradients may change again)
-        self._sending.append(self._kv.push_nowait(index, grads, priority=-index))
-        pull = self._kv.pull_later(index, out=out, priority=-index)
+        # for it before the gradients may change again); one request pushes and pulls
+        sending, pull = self._kv.push_pull_later(index, grads, out, priority=-index)
+        self._sending.append(sending)
         self._pushed[index] = (pull, prints)
 
     def _sent(self, pulls):
@@ -188,10 +188,9 @@ class _Buckets:
     def _send(self, server):
         items = self._waiting.pop(server)
         self._bytes.pop(server)
-        self._kv.push_bucket([(index, grads) for index, grads, _ in items])
         # the bucket's reply is as urgent as its most urgent key (the first layer's)
-        pulls = self._kv.pull_bucket_later([(index, outs) for index, _, outs in items],
-                                           priority=-min(index for index, _, _ in items))
+        pulls = self._kv.push_pull_bucket_later(items,
+                                                priority=-min(index for index, _, _ in items))
         return [(index, pull) for (index, _, _), pull in zip(items, pulls)]
 
 

@@ -256,7 +256,7 @@ class Trainer:
             # dist_sync only: under dist_async the overlap measurably hurt convergence
             # (docs/overlap.md), and it has no bit-identical twin to be checked against
             if self._overlap_wanted and mode.distributed and mode.sync and \
-                    hasattr(kvstore, "pull_later"):
+                    hasattr(kvstore, "push_pull_later"):
                 self._overlap = GradientOverlap(self._params, kvstore,
                                                 pull_weights=self._update_on_kvstore)
         self._kvstore = kvstore

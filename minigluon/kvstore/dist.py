@@ -574,6 +574,44 @@ class KVStoreDist(KVStore):
         """
         return PendingPush(self._van, self._start_push(key, value))
 
+    def push_pull_later(self, key, value, out, priority=0):
+        """`push_nowait(key, value)` then `pull_later(key, out, priority)`, in one request
+        per server where the key allows (Flag.PULL: a dense key of a dist_sync store whose
+        parts travel over the sockets, in a job without resends or server replicas): the
+        server answers the push with the value of its round, with no ACK of its own. The
+        same (PendingPush, PendingPull) as those two calls; the push's `wait()` returns
+        once zmq has sent the arrays.
+
+        >>> sent, later = kv.push_pull_later(3, grad, weight)   # ... more work ...
+        >>> sent.wait(); later.wait()          # grad may change again; weight is new
+        """
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        info = self._keys.get(key)
+        if info is None or not self._one_request(info) or \
+                any(a.stype != "default" for a in values + outs):
+            sent = PendingPush(self._van, self._start_push(key, value))
+            return sent, self.pull_later(key, out, priority)
+        self._info(key, values, "push to")
+        self._info(key, outs, "pull from")
+        if info.later is not None:
+            info.later.wait()
+        later = PendingPull(self._van, info, outs, self._staging)
+        with pause():
+            borrowed = self._push_one(info, values, later, priority)
+        info.later = later
+        return PendingPush(self._van, borrowed, sent_only=True), later
+
+    def _one_request(self, info):
+        """Whether a push of `info`'s key may ask for its round's value (Flag.PULL): not
+        where a push needs an ACK of its own (a resend stops at it, a replica's copy is
+        acknowledged by it, a shared-memory segment is free again after it)."""
+        van = self._van
+        return (self._mode.sync and info.row is None and van.resender is None and
+                not van.keep_requests and not self._node.replicas and
+                not any(self._shm_for(server, n * info.itemsize)
+                        for server, _, n in info.parts))
+
     def _start_push(self, key, value):
         """Send the pushes of `key`; the requests whose payload is the caller's memory."""
         pairs = [(self._info(k, v, "push to"), v)
@@ -618,8 +656,9 @@ class KVStoreDist(KVStore):
             self._van.request(server_name(server), msg, f"push to key {info.key!r}",
                               background=True)
 
-    def _push_one(self, info, values):
-        """Send one key's pushes; the requests whose payload is the caller's memory."""
+    def _push_one(self, info, values, later=None, priority=0):
+        """Send one key's pushes; the requests whose payload is the caller's memory. With
+        `later` (a PendingPull), each push asks for its part's value too (Flag.PULL)."""
         flat, own = self._reduce(info, values)
         info.pushes += 1
         self._po.clock.saw_push(info.pushes)
@@ -640,15 +679,24 @@ class KVStoreDist(KVStore):
                 payload, on_reply = SegmentName(seg.name).encode(), seg.release
             elif self._van.keep_requests and not own and payload.nbytes >= _ZERO_COPY_BYTES:
                 payload, copied = payload.copy(), True  # replicas: acks wait for the round
+            lent = on_reply is None and (staged or (not copied and flags == self._flags and
+                                                      payload.nbytes >= _ZERO_COPY_BYTES))
             msg = Message(Cmd.PUSH, key=info.key, store=self._store, flags=flags,
                           dtype=info.dtype, shape=info.shape, version=info.pushes, offset=off,
-                          length=n, threshold=threshold, payload=[payload])
-            req = self._van.request(server_name(server), msg, f"push to key {info.key!r}",
-                                    on_reply=on_reply, background=True)
+                          length=n, threshold=threshold, priority=priority, payload=[payload])
+            if later is None:
+                req = self._van.request(server_name(server), msg, f"push to key {info.key!r}",
+                                        on_reply=on_reply, background=True)
+            else:
+                msg.flags |= Flag.PULL
+                req = self._van.request(server_name(server), msg,
+                                        f"push and pull of key {info.key!r}",
+                                        on_reply=functools.partial(later.keep, i, None),
+                                        track=lent)
+                later.reqs.append(req)
             if on_reply is not None:
                 seg.req = req
-            elif staged or (not copied and flags == self._flags and
-                            payload.nbytes >= _ZERO_COPY_BYTES):
+            elif lent:
                 (zero_copy if own else borrowed).append(req)
         if own:
             info.send_reqs = zero_copy
@@ -863,26 +911,70 @@ class KVStoreDist(KVStore):
 
         >>> kv.push_bucket([(3, [g0, g1]), (4, [h0, h1])])
         """
-        parts = []
         with pause():
-            server = self._bucket_of(items, "push to")
-            for key, values in items:
-                values = values if isinstance(values, (list, tuple)) else [values]
-                info = self._info(key, values, "push to")
-                flat, _ = self._reduce(info, values)
-                info.pushes += 1
-                self._po.clock.saw_push(info.pushes)
-                payload = self._bucket_payload(info, flat)
-                parts.append(Message(Cmd.PUSH, key=key, dtype=info.dtype,
-                                     shape=info.shape, version=info.pushes, offset=0,
-                                     length=info.size, payload=[payload]))
-            flags, threshold = self._flags, 0.0
-            if self._compressor is not None:
-                flags, threshold = flags | Flag.COMPRESSED_2BIT, self._compressor.threshold
+            self._send_bucket(items)
+
+    def push_pull_bucket_later(self, items, priority=0):
+        """`push_bucket` then `pull_bucket_later` of the same keys, in one request where
+        the job allows (Flag.PULL, see `push_pull_later`): items [(key, value(s),
+        out(s))]; one PendingPull per key.
+
+        >>> w3, w4 = kv.push_pull_bucket_later([(3, g3, weight3), (4, g4, weight4)])
+        """
+        pushes = [(key, values) for key, values, _ in items]
+        pulls = [(key, out) for key, _, out in items]
+        if self._van.resender is not None or self._van.keep_requests:
+            with pause():
+                self._send_bucket(pushes)
+            return self.pull_bucket_later(pulls, priority)
+        with pause():
+            return self._send_bucket(pushes, pulls, priority)
+
+    def _send_bucket(self, items, pulls=None, priority=0):
+        """Send the bucket of pushes `items`; with `pulls` [(key, out(s))], of the same
+        keys, it asks for their values too: one PendingPull per key (else [])."""
+        server = self._bucket_of(items, "push to")
+        parts, laters, infos = [], [], []
+        for i, (key, values) in enumerate(items):
+            values = values if isinstance(values, (list, tuple)) else [values]
+            info = self._info(key, values, "push to")
+            if pulls is not None:
+                laters.append(self._bucket_pull(info, pulls[i][1]))
+                infos.append(info)
+            flat, _ = self._reduce(info, values)
+            info.pushes += 1
+            self._po.clock.saw_push(info.pushes)
+            payload = self._bucket_payload(info, flat)
+            parts.append(Message(Cmd.PUSH, key=key, dtype=info.dtype,
+                                 shape=info.shape, version=info.pushes, offset=0,
+                                 length=info.size, payload=[payload]))
+        flags, threshold = self._flags, 0.0
+        if self._compressor is not None:
+            flags, threshold = flags | Flag.COMPRESSED_2BIT, self._compressor.threshold
+        keys = [k for k, _ in items]
+        if pulls is None:
             msg = Message.bucket_of(parts, store=self._store, flags=flags, threshold=threshold)
-            self._van.request(server_name(server), msg,
-                              f"push of the bucket of keys {[k for k, _ in items]}",
+            self._van.request(server_name(server), msg, f"push of the bucket of keys {keys}",
                               background=True)
+            return []
+        msg = Message.bucket_of(parts, store=self._store, flags=flags | Flag.PULL,
+                                threshold=threshold, priority=priority)
+        req = self._van.request(server_name(server), msg,
+                                f"push and pull of the bucket of keys {keys}",
+                                on_reply=functools.partial(_share_bucket, laters))
+        for info, later in zip(infos, laters):
+            later.reqs = [req]
+            info.later = later
+        return laters
+
+    def _bucket_pull(self, info, out):
+        """A PendingPull of `info`'s key into `out` for a bucket's reply, once the key's
+        previous one is complete."""
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        self._info(info.key, outs, "pull from")
+        if info.later is not None:
+            info.later.wait()
+        return PendingPull(self._van, info, outs, self._staging)
 
     def _bucket_payload(self, info, flat):
         """What a bucket carries of one key's value: its 2-bit codes (a fresh array) when
@@ -1064,18 +1156,21 @@ class KVStoreDist(KVStore):
 
 
 class PendingPush:
-    """A push in flight (`KVStoreDist.push_nowait`): `wait()` returns once the pushed
-    arrays may change again (the servers have read what was sent from them)."""
+    """A push in flight (`KVStoreDist.push_nowait`, `push_pull_later`): `wait()` returns
+    once the pushed arrays may change again (the servers have read what was sent from
+    them; for a push that asked for its value, zmq has sent them)."""
 
-    __slots__ = ("_van", "_reqs")
+    __slots__ = ("_van", "_reqs", "_sent_only")
 
-    def __init__(self, van, reqs):
-        self._van, self._reqs = van, reqs
+    def __init__(self, van, reqs, sent_only=False):
+        # sent_only: the requests' replies are their pulls' (Flag.PULL), which may come
+        # much later; the arrays may change once zmq has sent them
+        self._van, self._reqs, self._sent_only = van, reqs, sent_only
 
     def wait(self):
         """Wait (within the kvstore's deadline); a second call does nothing."""
         if self._reqs:
-            self._van.wait(self._reqs)
+            (self._van.wait_sent if self._sent_only else self._van.wait)(self._reqs)
             self._reqs = []
 
 

@@ -147,13 +147,16 @@ class DuplicateFilter:
         sender.active[req] = cmd
         return "new"
 
-    def answered(self, identity, req, frames):
-        """The van sends `frames` as the reply to request `req` of `identity`."""
+    def answered(self, identity, req, frames, value=False):
+        """The van sends `frames` as the reply to request `req` of `identity`; `value`:
+        the frames are a VALUE or VALUES. That of a push (one that asked for its round's
+        value, Flag.PULL) is not kept: megabytes, and a worker that resends never asks for
+        one; a duplicate of that push is ignored."""
         sender = self._senders.get(identity)
         if sender is None or req not in sender.active:
             return
         cmd = sender.active.pop(req)
-        if cmd in IDEMPOTENT:
+        if cmd in IDEMPOTENT or (value and cmd in (Cmd.PUSH, Cmd.PUSH_MANY)):
             return
         sender.replies[req] = (cmd, [f if isinstance(f, bytes) else bytes(f) for f in frames])
         sender.replies.move_to_end(req)

@@ -189,7 +189,7 @@ class KVServer:
         self._done = False
         self._parent = config.kvstore_parent_pid()
         self._handlers = {
-            Cmd.INIT: self._init, Cmd.INIT_WAIT: self._init_wait, Cmd.PUSH: self._push,
+            Cmd.INIT: self._init, Cmd.INIT_WAIT: self._init_wait, Cmd.PUSH: self._push_in,
             Cmd.PULL: self._pull, Cmd.SET_OPTIMIZER: self._set_optimizer,
             Cmd.GET_STATES: self._get_states, Cmd.SET_STATES: self._set_states,
             Cmd.SHM_PROBE: self._shm_probe, Cmd.SET_LR: self._set_lr,
@@ -535,6 +535,16 @@ class KVServer:
         self._ack(identity, msg)
 
     # ---- push -------------------------------------------------------------------------
+    def _push_in(self, identity, msg):
+        """A PUSH request; with Flag.PULL it is a pull of its round too, answered by the
+        VALUE alone (no ACK)."""
+        if not msg.flags & Flag.PULL:
+            self._push(identity, msg)
+            return
+        state = self._state(msg, "push to")
+        self._push(None, msg, state)
+        self._pull(identity, msg, state)
+
     def _push(self, identity, msg, state=None):
         """Take a push: acknowledged on arrival, or once read when it is in the worker's
         shared memory (the worker reuses the segment after the reply). A key of a bucket
@@ -708,8 +718,8 @@ class KVServer:
             state.spare = merged
 
     # ---- pull -------------------------------------------------------------------------
-    def _pull(self, identity, msg):
-        state = self._state(msg, "pull from")
+    def _pull(self, identity, msg, state=None):
+        state = self._state(msg, "pull from") if state is None else state
         # dest: the row ids a row pull asks for (read and checked once, now), the view of
         # the worker's segment to copy into, or None
         dest = None
@@ -747,7 +757,10 @@ class KVServer:
             self._check_round(state, part)
         for part, state in zip(parts, states):
             self._push(None, part, state)
-        self._ack(identity, msg)
+        if msg.flags & Flag.PULL:        # answered by the VALUES of their rounds
+            self._pull_parts(identity, msg, parts, states)
+        else:
+            self._ack(identity, msg)
 
     def _check_round(self, state, msg):
         """A dist_sync push of a round this worker already pushed is refused."""
@@ -763,7 +776,11 @@ class KVServer:
     def _pull_many(self, identity, msg):
         """A bucket of pulls: one VALUES reply once every key has the round asked for."""
         parts = msg.bucket()
-        states = [self._state(part, "pull from") for part in parts]
+        self._pull_parts(identity, msg, parts,
+                         [self._state(part, "pull from") for part in parts])
+
+    def _pull_parts(self, identity, msg, parts, states):
+        """Answer the keys `parts` of the bucket `msg` with one VALUES."""
         bucket = _BucketPull(self, identity, msg, len(parts))
         try:
             for index, (part, state) in enumerate(zip(parts, states)):

@@ -40,6 +40,7 @@ __all__ = ["Van", "TimeoutError", "JobAbortedError", "node_logger", "unlink_ipc_
 
 _LOG = logging.getLogger("minigluon.kvstore")
 _REPLIES = (Cmd.ACK, Cmd.VALUE, Cmd.BYTES, Cmd.ERROR, Cmd.VALUES)
+_VALUES = (Cmd.VALUE, Cmd.VALUES)
 _COPY_BELOW = 65536        # pyzmq copies smaller frames at send; a resend needs its own copy
 _trust_noted = False
 _IPC_FILES = set()         # socket files of this process's ipc:// binds
@@ -90,9 +91,9 @@ def node_logger(label):
 
 class _Pending:
     __slots__ = ("handle", "peer", "what", "on_reply", "background", "error", "done", "frames",
-                 "msg", "meant")
+                 "msg", "meant", "track", "tracker")
 
-    def __init__(self, handle, what, on_reply, background, msg=None):
+    def __init__(self, handle, what, on_reply, background, msg=None, track=False):
         self.handle, self.peer, self.what, self.on_reply = handle, handle[0], what, on_reply
         self.meant = handle[0]           # the peer it was sent to before any re-routing
         self.background = background
@@ -100,6 +101,8 @@ class _Pending:
         self.done = False
         self.frames = None               # kept for `Van.resend` (peers in `resendable`)
         self.msg = msg                   # kept only while requests may be re-routed (reroute)
+        self.track = track               # watch when zmq no longer reads the payload
+        self.tracker = None              # ... with this zmq.MessageTracker (`wait_sent`)
 
 
 class Dropper:
@@ -311,10 +314,11 @@ class Van:
             self.log.info("%s", "; ".join(parts))
 
     # ---- sending ----------------------------------------------------------------------
-    def request(self, peer, msg, what, on_reply=None, background=False):
+    def request(self, peer, msg, what, on_reply=None, background=False, track=False):
         """Send `msg` to `peer` as a new request; `on_reply(reply)` runs when its reply
         comes (inside poll/wait). A `background` request is not waited for: its error is
-        raised by the next `wait`. Returns the request's handle.
+        raised by the next `wait`. With `track`, `wait_sent` can tell when zmq has sent
+        its payload (sent zero-copy). Returns the request's handle.
 
         With PS_RESEND the payload may be sent again until the reply comes: payloads of
         64 KiB and more must stay unchanged until then (smaller ones are copied)."""
@@ -322,7 +326,7 @@ class Van:
             msg.payload = [p if isinstance(p, bytes) or p.nbytes >= _COPY_BELOW else bytes(p)
                            for p in msg.payload]
         pending = _Pending((peer, 0), what, on_reply, background,
-                           msg if self.keep_requests else None)
+                           msg if self.keep_requests else None, track)
         return self._send_request(self._alias.get(peer, peer), msg, pending)
 
     def _send_request(self, peer, msg, pending):
@@ -335,7 +339,8 @@ class Van:
         self._pending[handle] = pending
         if peer in self.resendable:
             pending.frames = frames
-        self._send(sock, frames, msg)
+        tracker = self._send(sock, frames, msg, pending.track)
+        pending.tracker = tracker if pending.track else None
         if self.resender is not None:
             self.resender.track(handle, frames, time.monotonic())
         return handle
@@ -404,7 +409,7 @@ class Van:
         msg.sender = self.sender
         frames = self._seal(msg, identity, to_router=False)
         if msg.req:
-            self.duplicates.answered(identity, msg.req, frames)
+            self.duplicates.answered(identity, msg.req, frames, msg.cmd in _VALUES)
         return self._send(self._router, [identity] + frames, msg, track)
 
     def sealed_request(self, msg, identity):
@@ -614,6 +619,28 @@ class Van:
                 self.liveness(records[0].what)
         self._raise_errors(records_all)
 
+    def wait_sent(self, reqs, timeout=None):
+        """Wait until zmq no longer reads the payloads of the requests `reqs` (made with
+        `track`): their frames have left, or their replies came."""
+        reqs = [self._current(r) for r in reqs] if self._moved else reqs
+        records = [self._pending[r] for r in reqs if r in self._pending]
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            records = [r for r in records if not r.done and r.tracker is not None
+                       and not r.tracker.done]
+            if not records:
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self._timeout(records, timeout, waited="zmq to send")
+            try:
+                records[0].tracker.wait(min(0.1, left))
+            except zmq.NotDone:
+                pass
+            self.poll(0)                 # replies and the job's news meanwhile
+            if self.liveness is not None:
+                self.liveness(records[0].what)
+
     def wait_all(self, timeout=None):
         """Wait for every request still in flight."""
         self.wait(list(self._pending), timeout)
@@ -625,7 +652,7 @@ class Van:
         if errors:
             raise errors[0]
 
-    def _timeout(self, records, timeout):
+    def _timeout(self, records, timeout, waited=None):
         record = records[0]
         seconds = self.timeout if timeout is None else timeout
         address = self._peers[record.peer][1] if record.peer in self._peers else "?"
@@ -637,6 +664,11 @@ class Van:
                 self.resender.done(r.handle)
         hint = ("; a process whose MINIGLUON_PS_SECRET differs ignores every message"
                 if self.auth is not None else "")
+        if waited is not None:
+            return TimeoutError(
+                f"{self.label} waited for {waited} {record.what} to {record.peer} "
+                f"({address}) for {seconds:g} s; is that process alive, and its link up? "
+                "(the deadline is MINIGLUON_KVSTORE_TIMEOUT)")
         return TimeoutError(
             f"{self.label} no reply from {record.peer} ({address}) to {record.what} within "
             f"{seconds:g} s{sent}; is that process alive?{hint} (the deadline is "

@@ -20,6 +20,9 @@ zero), and an INIT_WAIT with the flag says that the key is row_sparse. A bucket
 one message: a `BucketTable` body (messages.py) names each key as a one-key header would,
 then (PUSH_MANY, VALUES) one array frame per key; `Message.bucket()` splits it into the
 one-key messages it stands for, checked as those are, and `Message.bucket_of` builds one.
+A PUSH (or PUSH_MANY) with the PULL flag also asks for the value of its round: the server
+answers it with the VALUE (VALUES) a PULL of that round would get, and sends no ACK, so a
+key's push and pull cost one request and one reply (never with SHM or ROW_SPARSE).
 With the AUTH flag, one more frame follows the payload: the job nonce and an HMAC-SHA256
 of the message (auth.py); the van checks and removes it before `decode`.
 
@@ -46,7 +49,7 @@ __all__ = ["Cmd", "Flag", "Message", "WireError", "flag_names", "header_flags", 
            "words_for"]
 
 MAGIC = b"MG"
-VERSION = 2          # 2: the header's `priority`
+VERSION = 3          # 2: the header's `priority`; 3: Flag.PULL on pushes
 MAX_NDIM = 32
 MAX_KEY_BYTES = 1024
 MAX_SEGMENT_NAME = 128
@@ -126,6 +129,7 @@ class Flag:
     SHM = 16             # the array is in the shared-memory segment the payload names
     AUTH = 32            # an authentication tag frame follows the payload (auth.py)
     ROW_SPARSE = 64      # row_sparse key (INIT, INIT_WAIT); rows only (PUSH, PULL, VALUE)
+    PULL = 128           # PUSH, PUSH_MANY: answered by the value(s) of its round, not an ACK
 
 
 def flag_names(bits):
@@ -387,6 +391,8 @@ def row_length(shape):
 
 
 def _check_payload(msg):
+    if msg.flags & Flag.PULL:
+        _check_push_pull(msg)
     if msg.cmd == Cmd.REPLICATE:
         _check_replica(msg)
         return
@@ -411,6 +417,17 @@ def _check_payload(msg):
         _check_slice(msg)
     if msg.flags & Flag.ROW_SPARSE and msg.cmd == Cmd.INIT_WAIT:
         _check_row_slice(msg, f"{msg.cmd.name} of row_sparse key {msg.key!r}")
+
+
+def _check_push_pull(msg):
+    """Only a dense push over the socket may ask for its round's value (Flag.PULL)."""
+    if msg.cmd not in (Cmd.PUSH, Cmd.PUSH_MANY):
+        raise WireError(f"{msg.cmd.name}: flag PULL is for PUSH and PUSH_MANY only (a push "
+                        "that asks for the value of its round)")
+    odd = msg.flags & (Flag.SHM | Flag.ROW_SPARSE)
+    if odd:
+        raise WireError(f"{msg.cmd.name} of key {msg.key!r}: flag PULL does not go with "
+                        f"{flag_names(odd)}; push and pull such a key with two requests")
 
 
 def _check_bucket(msg):

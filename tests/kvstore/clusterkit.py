@@ -189,9 +189,9 @@ def train(buckets):
     for t in range(STEPS):
         if t == 1:
             kv = trainer._kvstore
-            push_bucket = kv.push_bucket
-            kv.push_bucket = lambda items: (sent.append((len(items), phase[0])),
-                                            push_bucket(items))[1]
+            push_bucket = kv.push_pull_bucket_later
+            kv.push_pull_bucket_later = lambda items, **kw: (
+                sent.append((len(items), phase[0])), push_bucket(items, **kw))[1]
         rng = np.random.RandomState(10 * t + kv_rank)
         x = nd.array(rng.randn(4, 1, 28, 28).astype(np.float32))
         y = nd.array(rng.randint(0, 10, 4).astype(np.float32))

@@ -57,6 +57,8 @@ def train(overlap, how):
     for t in range(STEPS):
         if t == 1 and trainer._overlap is not None:   # the store exists from step 1
             probe_first_layer(net, trainer, seen)
+        if t == STEPS - 1:
+            del SENT[:]                       # the requests of the last step
         backward(net, *batch(t, 0), retain=(how == 'retain'))
         if how == 'add':                      # two micro-batches per step
             backward(net, *batch(t, 1), retain=False)
@@ -70,27 +72,42 @@ def train(overlap, how):
         values = [d.asnumpy() for d in p.list_data()]
         assert all((v == values[0]).all() for v in values), p.name
         digest.update(values[0].tobytes())
-    return digest.hexdigest(), early, seen
+    return digest.hexdigest(), early, seen, sorted(set(SENT))
 
 kv = mx.kv.create('dist_sync')
 W, r = kv.num_workers, kv.rank
+SENT, request = [], kv._van.request       # (command, asks for its value) of each request
+
+def counted(peer, msg, *args, **kwargs):
+    SENT.append((msg.cmd.name, bool(msg.flags & Flag.PULL)))
+    return request(peer, msg, *args, **kwargs)
+
+kv._van.request = counted                 # the one van of this worker: the Trainer's too
 out = {}
 for how in ('write', 'hybrid', 'add', 'retain'):
     for overlap in (True, False):
         out[f'{how}_{int(overlap)}'] = train(overlap, how)
 report(rank=r, **out)
 """
+ONE_REQUEST = [["PUSH", True], ["PUSH_MANY", True]]     # each push asks for its value
 
-
-@pytest.mark.parametrize("update_on_kvstore", [True, False])
-def test_overlap_on_and_off_give_bit_identical_lenets(tmp_path, update_on_kvstore):
-    code = f"UPDATE_ON_KVSTORE = {update_on_kvstore}\n" + LENET
-    results, _ = run_job(tmp_path, code, workers=2, servers=1)
+@pytest.mark.parametrize("update_on_kvstore,shm", [(True, "1"), (False, "1"), (True, "0")])
+def test_overlap_on_and_off_give_bit_identical_lenets(tmp_path, update_on_kvstore, shm):
+    code = (f"UPDATE_ON_KVSTORE = {update_on_kvstore}\n"
+            "from minigluon.kvstore.wire import Flag\n" + LENET)
+    results, _ = run_job(tmp_path, code, workers=2, servers=1,
+                         env={"MINIGLUON_KVSTORE_SHM": shm})
     params = 8                                       # LeNet: 4 layers, weight and bias
     for res in results:
         for how in ("write", "hybrid", "add", "retain"):
             assert res[f"{how}_1"][0] == res[f"{how}_0"][0], (how, res)   # bit-identical
             assert res[f"{how}_0"][1] == 0
+            assert res[f"{how}_0"][3] == [["PULL", False], ["PUSH", False]], res
+        # early pushes ask for their values in the same request (Flag.PULL); through
+        # shared memory (the big keys here) a key's push and pull are two requests
+        assert res["write_1"][3] == res["hybrid_1"][3] == (
+            ONE_REQUEST if shm == "0" else
+            [["PULL", False], ["PUSH", False], ["PUSH_MANY", True]]), res
         # every push left early, from the second step on (the first creates the store)
         assert res["write_1"][1] == res["hybrid_1"][1] == 2 * params
         # the hybridized graph's backward pushed the later layers before the first one's

@@ -349,3 +349,23 @@ def test_every_command_says_what_its_payload_holds():
     from minigluon.kvstore.wire import payload_kind
     kinds = {payload_kind(cmd) for cmd in Cmd}      # a KeyError here names the command
     assert {"array", "bytes", "none"} <= kinds
+
+
+def test_only_a_dense_push_over_the_socket_may_ask_for_its_rounds_value():
+    push = Message(Cmd.PUSH, key=3, flags=Flag.SYNC | Flag.PULL, dtype=np.float32,
+                   shape=(4,), version=2, length=4, payload=[np.ones(4, np.float32)])
+    got = _received(push)
+    assert got.flags & Flag.PULL and got.version == 2
+    parts = [Message(Cmd.PUSH, key=k, dtype=np.float32, shape=(2,), version=1, length=2,
+                     payload=[np.zeros(2, np.float32)]) for k in (5, 6)]
+    bucket = _received(Message.bucket_of(parts, flags=Flag.SYNC | Flag.PULL, priority=-5))
+    assert [bool(p.flags & Flag.PULL) for p in bucket.bucket()] == [True, True]
+    pull = Message(Cmd.PULL, key=3, flags=Flag.PULL, dtype=np.float32, shape=(4,), length=4)
+    with pytest.raises(WireError, match="PULL: flag PULL is for PUSH and PUSH_MANY only"):
+        _received(pull)
+    shm = Message(Cmd.PUSH, key=3, flags=Flag.PULL | Flag.SHM, dtype=np.float32, shape=(4,),
+                  length=4, payload=[b"/mgkv-seg"])
+    with pytest.raises(WireError, match="PUSH of key 3: flag PULL does not go with SHM; "
+                                        "push and pull such a key with two requests"):
+        _received(shm)
+    assert flag_names(Flag.SYNC | Flag.PULL) == "SYNC|PULL"

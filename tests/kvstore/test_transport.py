@@ -78,6 +78,16 @@ def test_duplicate_filter_applies_a_request_once():
     assert dup.duplicates == 3                                 # command is not a copy
 
 
+def test_duplicate_filter_keeps_no_value_a_push_asked_for():
+    dup = DuplicateFilter()
+    assert dup.classify(b"w", 1, Cmd.PUSH) == "new"            # a push with Flag.PULL
+    dup.answered(b"w", 1, [b"megabytes of weights"], value=True)
+    assert dup.classify(b"w", 1, Cmd.PUSH) == "stale"          # not kept, never re-applied
+    assert dup.classify(b"w", 2, Cmd.PULL_MANY) == "new"
+    dup.answered(b"w", 2, [b"values"], value=True)
+    assert dup.classify(b"w", 2, Cmd.PULL_MANY) == ("cached", [b"values"])   # kept
+
+
 def test_resender_backs_off_and_forgets_answered_requests():
     res = Resender(1.0)
     res.track(("s", 1), [b"a"], now=0.0)

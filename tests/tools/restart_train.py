@@ -130,8 +130,9 @@ def arm_kill(store, spec, every_time, settle):
         os.kill(os.getpid(), signal.SIGKILL)
 
     def counted(real, count):
-        # the Trainer pushes with push, push_nowait (overlap) and push_bucket (a bucket
-        # of small keys, several at once: the kill comes after the one that reaches KEYS)
+        # the Trainer pushes with push, push_pull_later (overlap) and push_pull_bucket_later
+        # (a bucket of small keys, several at once: the kill comes after the one that
+        # reaches KEYS)
         def call(*args, **kwargs):
             out = real(*args, **kwargs)
             pushed[1] += count(*args)
@@ -143,6 +144,8 @@ def arm_kill(store, spec, every_time, settle):
     store.push = counted(store.push, lambda key, *rest: 1)
     store.push_nowait = counted(store.push_nowait, lambda key, *rest: 1)
     store.push_bucket = counted(store.push_bucket, len)
+    store.push_pull_later = counted(store.push_pull_later, lambda key, *rest: 1)
+    store.push_pull_bucket_later = counted(store.push_pull_bucket_later, len)
 
     def on_step(s):
         pushed[0], pushed[1] = s, 0
