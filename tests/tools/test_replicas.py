@@ -73,10 +73,14 @@ def test_dist_sync_server_killed_ends_bit_identical(tmp_path):
     (tmp_path / "faulty").mkdir()
     plain = launch(tmp_path / "plain", "restart_train.py", replicas=False)
     finished(plain)
+    # slow steps until the failover is in: the job must outlive it
     run = launch(tmp_path / "faulty", "restart_train.py", "--step-sleep", "0.1",
-                 replicas=True)
+                 "--sleep-until", tmp_path / "failed-over", replicas=True)
     try:
         killed = kill_server_after(run, 4)
+        run.wait_until(lambda: "server 0 serves its range from its copy" in run.err, 60,
+                       "the failover of server 1's range to server 0")
+        (tmp_path / "failed-over").touch()
     except BaseException:
         run.kill()
         raise
