@@ -5,6 +5,7 @@ test_restarts.py.
         [--kvstore dist_sync] [--kill RANK:STEP:KEYS] [--kill-scheduler STEP]
         [--barrier-every N] [--update-on-workers] [--optimizer adam] [--lr-step N]
         [--step-sleep S [--sleep-until FILE]]
+        [--stall RANK:STEP:SECONDS [--stall-until FILE]]
 
 Each worker trains a LeNet-like net (no dropout unless --dropout, whose masks are seeded per rank and step: either way the
 run is deterministic) on its
@@ -66,6 +67,9 @@ def parse_args():
                     help="halve the learning rate every N updates (mx.lr_scheduler)")
     ap.add_argument("--stall", metavar="RANK:STEP:SECONDS",
                     help="worker RANK sleeps SECONDS after step STEP (away from the kvstore)")
+    ap.add_argument("--stall-until", metavar="FILE",
+                    help="the --stall sleep ends early once FILE exists (the test makes it "
+                         "when what the stall was for has happened)")
     return ap.parse_args()
 
 
@@ -168,14 +172,21 @@ def make_trainer(args, net, store):
     return gluon.Trainer(net.collect_params(), args.optimizer, hyper, kvstore=store, **where)
 
 
-def arm_stall(store, spec):
-    """The step hook of --stall: worker RANK (its first process) sleeps after step STEP."""
+def arm_stall(store, spec, until=None):
+    """The step hook of --stall: worker RANK (its first process) sleeps after step STEP,
+    SECONDS at most, less once the file `until` exists."""
     if spec is None:
         return lambda s: None
     rank, step, seconds = spec.split(":")
     if store.rank != int(rank) or kv.resume_state().restarts:
         return lambda s: None
-    return lambda s: time.sleep(float(seconds)) if s == int(step) else None
+    return lambda s: stall(float(seconds), until) if s == int(step) else None
+
+
+def stall(seconds, until):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not (until and os.path.exists(until)):
+        time.sleep(min(0.05, max(0.0, end - time.monotonic())))
 
 
 def whole_loss(net, data, loss_fn):
@@ -209,7 +220,7 @@ def main():
     on_step = arm_kill(store, args.kill, args.kill_every_time, settle) if args.kill \
         else (lambda s: None)
     on_step_sched = arm_scheduler_kill(store, args.kill_scheduler)
-    after_step = arm_stall(store, args.stall)
+    after_step = arm_stall(store, args.stall, args.stall_until)
     before = whole_loss(net, data, loss_fn)
     step, losses = store.resume_state().step, []
     for _ in range(args.epochs):

@@ -234,8 +234,9 @@ def test_a_worker_replaced_while_the_replica_serves_its_server_range(tmp_path, f
     hears SERVER_BACK when the replacement server took the range back. Bit-identical."""
     (tmp_path / "pids").mkdir()
     go_worker, go_server = tmp_path / "go-worker", tmp_path / "go-server"
+    back = tmp_path / "back"            # slow steps until both workers heard SERVER_BACK
     worker = GATED.format(go=go_worker, command=f"{PY} {SCRIPT} --out {tmp_path} "
-                                                "--step-sleep 0.2")
+                                                f"--step-sleep 0.2 --sleep-until {back}")
     server = GATED.format(go=go_server, command=f'{PY} -c "import minigluon"')
     run = Launch(["--max-restarts", 2, "-n", 2, "-s", 2, "--server-command", server, worker],
                  tmp_path, tmp_path / "pids", clean_env(MINIGLUON_PS_REPLICAS="1", **HEARTBEAT))
@@ -249,6 +250,9 @@ def test_a_worker_replaced_while_the_replica_serves_its_server_range(tmp_path, f
         run.wait_until(lambda: "[worker 1] restart 1 of this rank: resuming" in
                        run.out + run.err, 60, "worker 1's replacement")
         go_server.touch()
+        run.wait_until(lambda: run.err.count("server 1 is back (its replacement serves its "
+                                             "range)") == 2, 60, "SERVER_BACK at both workers")
+        back.touch()
         code = run.wait(90)
         run.assert_nothing_left()
     finally:

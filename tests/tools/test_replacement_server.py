@@ -25,6 +25,20 @@ TRAIN = ["--epochs", "3"]           # 24 steps: the second replacement starts in
 STEPS = 24
 
 
+def slow_steps(folder, seconds):
+    """restart_train.py's steps sleep `seconds`, so that the job outlives the kills and
+    the handbacks, until the test makes folder/'back' (`all_back`)."""
+    return ["--step-sleep", seconds, "--sleep-until", folder / "back"]
+
+
+def all_back(run, folder, heard):
+    """Once the workers logged `heard` SERVER_BACKs in all (each worker one a handback),
+    make folder/'back': the steps after the last handback need no slowing."""
+    run.wait_until(lambda: run.err.count("is back (its replacement serves its range)") >=
+                   heard, 60, f"{heard} SERVER_BACKs heard by the workers")
+    (folder / "back").touch()
+
+
 def launch(folder, *args, restarts=2, launcher="local"):
     (folder / "pids").mkdir(exist_ok=True)
     env = clean_env(MINIGLUON_PS_REPLICAS="1", **HEARTBEAT)
@@ -68,12 +82,13 @@ def first_step_after(out, when):
 @pytest.mark.parametrize("second", [0, 1], ids=["then-server-0", "then-server-1-again"])
 def test_two_servers_lost_one_after_the_other_end_bit_identical(tmp_path, fault_free,
                                                                  second):
-    run = launch(tmp_path, "--step-sleep", "0.3")
+    run = launch(tmp_path, *slow_steps(tmp_path, 0.3))
     try:
         kills, backs = [], []
         for count, (rank, step) in enumerate([(1, 3), (second, 10)]):
             kills.append(kill_server(run, rank, step, count))
             backs.append(seconds_to_back(run, count + 1, kills[-1]))
+        all_back(run, tmp_path, 4)
         code = run.wait(120)
         run.assert_nothing_left()
     finally:
@@ -99,10 +114,11 @@ def test_two_servers_lost_one_after_the_other_end_bit_identical(tmp_path, fault_
 def test_mpi_server_killed_by_pid_is_replaced_through_its_own_mpirun(tmp_path, fault_free):
     """--launcher mpi: the killed server's mpirun ends alone; its replica serves the range
     while a new mpirun on the same host starts the replacement, which takes it back."""
-    run = launch(tmp_path, "--step-sleep", "0.2", restarts=1, launcher="mpi")
+    run = launch(tmp_path, *slow_steps(tmp_path, 0.2), restarts=1, launcher="mpi")
     try:
         killed = kill_server(run, 1, 3, 0)
         back = seconds_to_back(run, 1, killed)
+        all_back(run, tmp_path, 2)
         code = run.wait(120)
         run.assert_nothing_left()
     finally:
@@ -119,11 +135,12 @@ def test_mpi_server_killed_by_pid_is_replaced_through_its_own_mpirun(tmp_path, f
 
 
 BIG_KEYS = r"""
-import sys, time
+import os, sys, time
 import numpy as np
 import minigluon as mx
 from minigluon import nd
 out, steps, shape = sys.argv[1], 20, (128, 256)       # 128 KiB: pushed in shared memory
+back = os.path.join(out, "back")     # made by the test after the handback
 kv = mx.kv.create('dist_sync')
 keys = list(range(4))
 kv.init(keys, [nd.zeros(shape) for _ in keys])
@@ -133,7 +150,8 @@ for t in range(1, steps + 1):
     kv.push(keys, [nd.ones(shape) * ((kv.rank + 1) * t) for _ in keys])
     kv.pull(keys, out=outs)
     print(f"STEP {t} {time.monotonic():.6f} {float(outs[0].asnumpy()[0, 0]):.6f}", flush=True)
-    time.sleep(0.2)
+    if not os.path.exists(back):     # slow until then: the job outlives the handback
+        time.sleep(0.2)
 np.save(f"{out}/big-{kv.rank}.npy", np.stack([o.asnumpy() for o in outs]))
 """
 
@@ -151,6 +169,7 @@ def test_big_keys_in_shared_memory_survive_the_failover_and_the_handback(tmp_pat
     try:
         kill_server(run, 1, 4, 0)
         run.wait_until(lambda: BACK in run.err, 90, "the handback")
+        all_back(run, tmp_path, 2)
         code = run.wait(120)
         run.assert_nothing_left()
     finally:

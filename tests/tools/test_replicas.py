@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from launchkit import PY, Launch, clean_env, role_pid
+from launchkit import PY, Launch, clean_env, fault_free_params, role_pid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HEARTBEAT = {"PS_HEARTBEAT_INTERVAL": "0.2", "PS_HEARTBEAT_TIMEOUT": "1.5"}
@@ -68,15 +68,19 @@ def finished(run, timeout=90):
 
 
 @pytest.mark.timeout(180)
-def test_dist_sync_server_killed_ends_bit_identical(tmp_path):
-    (tmp_path / "plain").mkdir()
+def test_dist_sync_server_killed_ends_bit_identical(tmp_path, tmp_path_factory):
     (tmp_path / "faulty").mkdir()
-    plain = launch(tmp_path / "plain", "restart_train.py", replicas=False)
-    finished(plain)
+    # a job without replicas that lost nothing (run once a session: test_restarts and
+    # test_host_loss compare against the same job)
+    want = fault_free_params(tmp_path_factory)
+    # slow steps until the failover is in: the job must outlive it
     run = launch(tmp_path / "faulty", "restart_train.py", "--step-sleep", "0.1",
-                 replicas=True)
+                 "--sleep-until", tmp_path / "failed-over", replicas=True)
     try:
         killed = kill_server_after(run, 4)
+        run.wait_until(lambda: "server 0 serves its range from its copy" in run.err, 60,
+                       "the failover of server 1's range to server 0")
+        (tmp_path / "failed-over").touch()
     except BaseException:
         run.kill()
         raise
@@ -90,8 +94,7 @@ def test_dist_sync_server_killed_ends_bit_identical(tmp_path):
     assert lost == 0, run.text()
     assert to_next < DETECT + 5.0, run.text()
     for rank in (0, 1):
-        with np.load(tmp_path / "plain" / "params-0.npz") as want, \
-                np.load(tmp_path / "faulty" / f"params-{rank}.npz") as got:
+        with np.load(tmp_path / "faulty" / f"params-{rank}.npz") as got:
             for name in want:
                 assert np.array_equal(want[name], got[name]), (name, rank)
 

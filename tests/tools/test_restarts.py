@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from launchkit import (PY, assert_bit_identical, clean_env, hostfile, params, role_pid,
-                       run_clean)
+from launchkit import (PY, assert_bit_identical, clean_env, fault_free_params, hostfile,
+                       params, role_pid)
 from minigluon.tools import launch
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "restart_train.py")
@@ -51,10 +51,9 @@ def figures(out, kill_step, rank):
 
 @pytest.fixture(scope="module")
 def fault_free(tmp_path_factory):
-    """The parameters of a dist_sync job that lost no worker."""
-    run = run_clean(train_args, tmp_path_factory, "fault_free")
-    assert "restart" not in run.err
-    return params(run.cwd, 0)
+    """The parameters of a dist_sync job (restart_train.py's default) that lost no worker;
+    run once a session: test_host_loss and test_replicas compare against the same job."""
+    return fault_free_params(tmp_path_factory)
 
 
 @pytest.mark.timeout(120)

@@ -28,7 +28,7 @@ def train_args(folder, *extra):
 SGD = ("--update-on-workers", "--lr-step", "5")         # momentum, lr halved every 5
 ADAM = ("--optimizer", "adam")                          # MXNET_UPDATE_ON_KVSTORE=0
 ADAM_ENV = {"MXNET_UPDATE_ON_KVSTORE": "0"}
-STALL, PUSHED = 10, 2.0     # seconds: worker 2's sleep; the wait before the kill
+STALL, PUSHED = 10, 2.0     # seconds: worker 2's sleep at most; the wait before the kill
 
 
 @pytest.fixture(scope="module")
@@ -104,15 +104,21 @@ def test_a_survivor_one_step_short_answers_when_it_ends_that_step(job, tmp_path)
     (tmp_path / "hit").mkdir()
     ref = job(three(tmp_path / "ref"))
     assert ref.wait(60) == 0, ref.text()
-    run = job(three(tmp_path / "hit", "--stall", f"2:4:{STALL}"))
+    asked = tmp_path / "hit" / "asked"
+    run = job(three(tmp_path / "hit", "--stall", f"2:4:{STALL}", "--stall-until", asked))
     run.wait_until(lambda: "[worker 1] STEP 4 " in run.out, 60, "worker 1 at step 4")
     time.sleep(PUSHED)            # its pushes of step 5 take milliseconds
     os.kill(role_pid(run, "worker", 1), signal.SIGKILL)
+    # worker 2 sleeps on until the replacement asked worker 0, who still waits in step 5
+    run.wait_until(lambda: "worker 1's replacement resumes after step 5: asked" in run.err,
+                   60, "the replacement's ask")
+    asked.touch()
     assert run.wait(90) == 0, run.text()
     run.assert_nothing_left()
     assert "[worker 1] restart 1 of this rank: resuming after step 5" in run.err, run.text()
     waited = float(re.search(r"passed worker 0 \([^)]*\)'s training state \(\d+ bytes\) to "
                              r"worker 1's replacement, ([\d.]+) s after it asked",
                              run.err)[1])
-    print(f"\nthe survivor answered {waited:.2f} s after the ask (worker 2 slept {STALL} s)")
+    print(f"\nthe survivor answered {waited:.2f} s after the ask (worker 2 slept until the "
+          f"ask, {STALL} s at most)")
     assert_bit_identical(tmp_path / "hit", params(tmp_path / "ref", 0), run, ranks=(0, 1, 2))

@@ -15,7 +15,7 @@ import pytest
 
 from launchkit import PY, Launch, assert_bit_identical, clean_env, role_pid
 from test_replicas import HEARTBEAT, server_pid
-from test_replacement_server import TRAIN, fault_free  # noqa: F401 (a fixture)
+from test_replacement_server import TRAIN, all_back, fault_free, slow_steps  # noqa: F401
 from test_restarts import SCRIPT
 
 
@@ -35,7 +35,7 @@ def test_a_worker_restarted_during_a_failover_sends_that_range_to_the_replica(
     (tmp_path / "pids").mkdir()
     go = tmp_path / "go"
     run = Launch(["--max-restarts", 2, "-n", 2, "-s", 2, "--server-command", late_server(go),
-                  PY, SCRIPT, "--out", tmp_path, *TRAIN, "--step-sleep", "0.3"], tmp_path,
+                  PY, SCRIPT, "--out", tmp_path, *TRAIN, *slow_steps(tmp_path, 0.3)], tmp_path,
                  tmp_path / "pids", clean_env(MINIGLUON_PS_REPLICAS="1", **HEARTBEAT))
     try:
         run.wait_until(lambda: "[worker 0] STEP 2 " in run.out, 60, "worker 0 at step 2")
@@ -46,6 +46,7 @@ def test_a_worker_restarted_during_a_failover_sends_that_range_to_the_replica(
         run.wait_until(lambda: "[worker 1] restart 1 of this rank: resuming" in run.err, 60,
                        "worker 1's replacement")
         go.touch()                   # now server 1's replacement may take its range back
+        all_back(run, tmp_path, 2)   # the steps after the handback need no slowing
         code = run.wait(90)
         run.assert_nothing_left()
     finally:
