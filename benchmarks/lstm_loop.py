@@ -9,7 +9,6 @@ JSON line:
     python benchmarks/lstm_loop.py [--rounds 4] [--repeats 5]
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -17,8 +16,10 @@ import time
 
 import numpy as np
 
-from minigluon import threads
-from minigluon.ndarray import ops_rnn_sequence as ors
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness                                          # noqa: E402
+from minigluon.ndarray import ops_rnn_sequence as ors   # noqa: E402
 
 T, N, H = 35, 32, 256
 # name: (C loop, one weight product, MINIGLUON_RNN_ROW_PARTS or None for unset)
@@ -75,23 +76,18 @@ def main():
     args = ap.parse_args()
     load = os.getloadavg()[0]
     runs = passes(layer_arrays())
-    samples = {}
-    seen_threads = []
-    for r in range(args.rounds):
-        for setting in (list(SETTINGS) if r % 2 == 0 else list(SETTINGS)[::-1]):
-            use(setting)
-            seen_threads.append(threads.compute_threads())
-            for what, fn in runs.items():
-                samples.setdefault(setting, {}).setdefault(what, []).append(
-                    timed(fn, args.repeats))
+    samples = {setting: {what: [] for what in runs} for setting in SETTINGS}
+
+    def measure(setting):
+        for what, fn in runs.items():
+            samples[setting][what].append(timed(fn, args.repeats))
+    seen_threads = harness.settings_in_turn(list(SETTINGS), args.rounds, use, measure)
     result = {setting: {what: {"wall_ms": round(statistics.median(p[0] for p in v) * 1e3, 2),
                                "cpu_ms": round(statistics.median(p[1] for p in v) * 1e3, 2)}
                         for what, v in by_pass.items()}
               for setting, by_pass in samples.items()}
-    print(json.dumps({"benchmark": "lstm_loop", "rounds": args.rounds, "settings": result,
-                      "compute_threads_min_max": [min(seen_threads), max(seen_threads)],
-                      "loadavg_1min_before": round(load, 2),
-                      "loadavg_1min_after": round(os.getloadavg()[0], 2)}))
+    harness.report({"benchmark": "lstm_loop", "rounds": args.rounds, "settings": result,
+                    "compute_threads_min_max": seen_threads, **harness.load_fields(load)})
     return 0
 
 
