@@ -3,10 +3,10 @@
 recurrence: the per-step loop in Python or in C (ops_rnn_sequence.NATIVE_LOOP), the
 weight gradients as two products or one (ONE_WEIGHT_PRODUCT), the batch rows in 1 part
 or one per compute thread (MINIGLUON_RNN_ROW_PARTS unset). The settings take turns each
-round in one process; figures are medians over rounds of each round's median. Prints ONE
-JSON line:
+round in one process; figures are medians over rounds of each round's median, and each
+setting's per-round ratio to the first named. Prints ONE JSON line:
 
-    python benchmarks/lstm_loop.py [--rounds 4] [--repeats 5]
+    python benchmarks/lstm_loop.py [--rounds 4] [--repeats 5] [--settings a,b]
 """
 import argparse
 import os
@@ -69,24 +69,46 @@ def timed(fn, repeats):
     return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
 
 
+def against_first(samples, settings):
+    """Each later setting against the first, round by round: the median over rounds of the
+    first's wall time / this one's (above 1: this one is faster), and the rounds it won."""
+    out = {}
+    for setting in settings[1:]:
+        out[setting] = {}
+        for what in samples[setting]:
+            walls = {name: [p[0] for p in samples[name][what]]
+                     for name in (settings[0], setting)}
+            ratio, won = harness.paired(walls, settings[0], setting)
+            out[setting][what] = {"wall_ratio": round(ratio, 3), "rounds_won": won}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--settings", default=",".join(SETTINGS),
+                    help="which of the settings take turns (default: all)")
     args = ap.parse_args()
+    settings = [s for s in args.settings.split(",") if s]
+    unknown = [s for s in settings if s not in SETTINGS]
+    if unknown or not settings:
+        sys.exit(f"lstm_loop.py: --settings must name some of {list(SETTINGS)}, got "
+                 f"{args.settings!r}")
     load = os.getloadavg()[0]
     runs = passes(layer_arrays())
-    samples = {setting: {what: [] for what in runs} for setting in SETTINGS}
+    samples = {setting: {what: [] for what in runs} for setting in settings}
 
     def measure(setting):
         for what, fn in runs.items():
             samples[setting][what].append(timed(fn, args.repeats))
-    seen_threads = harness.settings_in_turn(list(SETTINGS), args.rounds, use, measure)
+    seen_threads = harness.settings_in_turn(settings, args.rounds, use, measure)
     result = {setting: {what: {"wall_ms": round(statistics.median(p[0] for p in v) * 1e3, 2),
                                "cpu_ms": round(statistics.median(p[1] for p in v) * 1e3, 2)}
                         for what, v in by_pass.items()}
               for setting, by_pass in samples.items()}
     harness.report({"benchmark": "lstm_loop", "rounds": args.rounds, "settings": result,
+                    "against_first": against_first(samples, settings),
                     "compute_threads_min_max": seen_threads, **harness.load_fields(load)})
     return 0
 
