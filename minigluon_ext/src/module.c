@@ -797,22 +797,38 @@ typedef struct {
     int writable, size;
 } mg_seq_arg;
 
+static void place_forward(mg_lstm_seq_args *s, void *const *d)
+{
+    s->px = d[0], s->wh = d[1], s->h0 = d[2], s->c0 = d[3], s->out = d[4], s->act = d[5];
+    s->cseq = d[6];
+}
+
+static void place_backward(mg_lstm_seq_args *s, void *const *d)
+{
+    s->act = d[0], s->wh = d[1], s->c0 = d[2], s->cseq = d[3], s->dout = d[4], s->dpx = d[5];
+    s->dh0 = d[6], s->dc0 = d[7];
+}
+
 /* A kernel's arguments: (gemm, ilp64, reverse, lo, hi) then the buffers, the first of
- * which is the (T, N, G) one that sets the sizes. */
+ * which is the (T, N, G) one that sets the sizes; `place` puts the buffers' data (in the
+ * table's order) into the kernel's arguments, `run` runs it. */
 typedef struct {
     const char *fn, *format;
     int n;
     mg_seq_arg args[MG_SEQ_MAX_ARGS];
+    void (*place)(mg_lstm_seq_args *, void *const *);
+    int (*run)(const mg_lstm_seq_args *);
 } mg_seq_kernel;
 
 static const mg_seq_kernel SEQ_FORWARD = {"lstm_sequence_forward", "KpinnOOOOOOO", 7, {
     {"px", 0, MG_SEQ_GATES}, {"wh", 0, MG_SEQ_WH}, {"h0", 0, MG_SEQ_STATE},
     {"c0", 0, MG_SEQ_STATE}, {"out", 1, MG_SEQ_STEPS_AND_C}, {"act", 1, MG_SEQ_GATES},
-    {"cseq", 1, MG_SEQ_STEPS}}};
+    {"cseq", 1, MG_SEQ_STEPS}}, place_forward, mg_lstm_sequence_forward};
 static const mg_seq_kernel SEQ_BACKWARD = {"lstm_sequence_backward", "KpinnOOOOOOOO", 8, {
     {"act", 0, MG_SEQ_GATES}, {"wh", 0, MG_SEQ_WH}, {"c0", 0, MG_SEQ_STATE},
     {"cseq", 0, MG_SEQ_STEPS}, {"dout", 0, MG_SEQ_STEPS_AND_C}, {"dpx", 1, MG_SEQ_GATES},
-    {"dh0", 1, MG_SEQ_STATE}, {"dc0", 1, MG_SEQ_STATE}}};
+    {"dh0", 1, MG_SEQ_STATE}, {"dc0", 1, MG_SEQ_STATE}}, place_backward,
+    mg_lstm_sequence_backward};
 
 static size_t seq_size(const mg_lstm_seq_args *s, int size)
 {
@@ -854,32 +870,30 @@ static int lstm_seq_parse(PyObject *args, const mg_seq_kernel *k, mg_buffers *b,
     return 0;
 }
 
+/* Kernel `k` on the buffers `args` names, with the GIL released. */
+static PyObject *lstm_seq_call(PyObject *args, const mg_seq_kernel *k)
+{
+    mg_buffers b = {.held = 0};
+    mg_lstm_seq_args s = {0};
+    void *data[MG_SEQ_MAX_ARGS];
+    if (lstm_seq_parse(args, k, &b, &s, data) < 0)
+        return fail(&b);
+    k->place(&s, data);
+    return lstm_seq_run(&b, k->run, &s);
+}
+
 /* lstm_sequence_forward(gemm, ilp64, reverse, lo, hi, px, wh, h0, c0, out, act, cseq):
  * rows [lo, hi) of one LSTM layer through every step (lstm_sequence.c). */
 static PyObject *py_lstm_sequence_forward(PyObject *self, PyObject *args)
 {
-    mg_buffers b = {.held = 0};
-    mg_lstm_seq_args s = {0};
-    void *d[MG_SEQ_MAX_ARGS];
-    if (lstm_seq_parse(args, &SEQ_FORWARD, &b, &s, d) < 0)
-        return fail(&b);
-    s.px = d[0], s.wh = d[1], s.h0 = d[2], s.c0 = d[3], s.out = d[4], s.act = d[5];
-    s.cseq = d[6];
-    return lstm_seq_run(&b, mg_lstm_sequence_forward, &s);
+    return lstm_seq_call(args, &SEQ_FORWARD);
 }
 
 /* lstm_sequence_backward(gemm, ilp64, reverse, lo, hi, act, wh, c0, cseq, dout, dpx, dh0,
  * dc0): rows [lo, hi) of the same layer back through every step. */
 static PyObject *py_lstm_sequence_backward(PyObject *self, PyObject *args)
 {
-    mg_buffers b = {.held = 0};
-    mg_lstm_seq_args s = {0};
-    void *d[MG_SEQ_MAX_ARGS];
-    if (lstm_seq_parse(args, &SEQ_BACKWARD, &b, &s, d) < 0)
-        return fail(&b);
-    s.act = d[0], s.wh = d[1], s.c0 = d[2], s.cseq = d[3], s.dout = d[4], s.dpx = d[5];
-    s.dh0 = d[6], s.dc0 = d[7];
-    return lstm_seq_run(&b, mg_lstm_sequence_backward, &s);
+    return lstm_seq_call(args, &SEQ_BACKWARD);
 }
 
 /* gru_cell(kind, h, act, out, a, b, dh, nthreads): h (N, H) sets the sizes.  Kind 0
