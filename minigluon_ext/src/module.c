@@ -1215,6 +1215,19 @@ static PyObject *bad_row(const char *fn, const int64_t *ids, int64_t i, Py_ssize
                         rows);
 }
 
+/* How a rows kernel ends: None, or the error of its first bad id (`bad` >= 0); the
+ * buffers released either way. */
+static PyObject *rows_result(mg_buffers *b, const char *fn, const Py_buffer *ids,
+                             int64_t bad, Py_ssize_t rows)
+{
+    if (bad >= 0)
+        bad_row(fn, ids->buf, bad, rows);
+    release_all(b);
+    if (bad >= 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* rows_sum(ids_list, values_list, width, out_ids, out) -> rows written */
 static PyObject *py_rows_sum(PyObject *self, PyObject *args)
 {
@@ -1322,12 +1335,7 @@ static PyObject *py_rows_take(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     bad = mg_rows_take(table->buf, (size_t)rows, row_bytes, ids->buf, k, out->buf);
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        bad_row(fn, ids->buf, bad, rows);
-        return fail(&b);
-    }
-    release_all(&b);
-    Py_RETURN_NONE;
+    return rows_result(&b, fn, ids, bad, rows);
 }
 
 /* rows_add_at(table, rows, ids, values): table[ids[i]] += values[i], in order */
@@ -1355,12 +1363,7 @@ static PyObject *py_rows_add_at(PyObject *self, PyObject *args)
     bad = mg_rows_add_at(dtype, table->buf, (size_t)rows, (size_t)width, ids->buf,
                          (size_t)count(ids), values->buf);
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        bad_row(fn, ids->buf, bad, rows);
-        return fail(&b);
-    }
-    release_all(&b);
-    Py_RETURN_NONE;
+    return rows_result(&b, fn, ids, bad, rows);
 }
 
 /* rows_sgd(weight, rows, ids, grad, mom_or_None, lr, wd, momentum, rescale, clip) */
@@ -1398,12 +1401,7 @@ static PyObject *py_rows_sgd(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     bad = mg_rows_sgd(&a, w->buf, mom, (size_t)rows, (size_t)width, ids->buf, k, grad->buf);
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        bad_row(fn, ids->buf, bad, rows);
-        return fail(&b);
-    }
-    release_all(&b);
-    Py_RETURN_NONE;
+    return rows_result(&b, fn, ids, bad, rows);
 }
 
 /* rows_adam(weight, rows, ids, grad, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip) */
@@ -1438,12 +1436,7 @@ static PyObject *py_rows_adam(PyObject *self, PyObject *args)
     bad = mg_rows_adam(&a, w->buf, mean->buf, var->buf, (size_t)rows, (size_t)width, ids->buf,
                        k, grad->buf);
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        bad_row(fn, ids->buf, bad, rows);
-        return fail(&b);
-    }
-    release_all(&b);
-    Py_RETURN_NONE;
+    return rows_result(&b, fn, ids, bad, rows);
 }
 
 static PyObject *py_tuning(PyObject *self, PyObject *unused)
