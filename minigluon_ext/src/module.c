@@ -797,6 +797,8 @@ typedef struct {
     int writable, size;
 } mg_seq_arg;
 
+/* Each table row's data into its field of the kernel's arguments (the fields' types
+ * differ, const or not, so the table names no field itself). */
 static void place_forward(mg_lstm_seq_args *s, void *const *d)
 {
     s->px = d[0], s->wh = d[1], s->h0 = d[2], s->c0 = d[3], s->out = d[4], s->act = d[5];
