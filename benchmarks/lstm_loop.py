@@ -1,10 +1,10 @@
 """Wall and CPU milliseconds of one LSTM layer's `_rnn_sequence` (the language model's:
 256 hidden, 35 steps, batch 32), forward alone and forward + backward, per setting of its
 recurrence: the per-step loop in Python or in C (ops_rnn_sequence.NATIVE_LOOP), the
-weight gradients as two products or one (ONE_WEIGHT_PRODUCT), the batch rows in 1 part
-or one per compute thread (MINIGLUON_RNN_ROW_PARTS unset). The settings take turns each
-round in one process; figures are medians over rounds of each round's median, and each
-setting's per-round ratio to the first named. Prints ONE JSON line:
+batch rows in 1 part or one per compute thread (MINIGLUON_RNN_ROW_PARTS unset). The
+settings take turns each round in one process; figures are medians over rounds of each
+round's median, and each setting's per-round ratio to the first named. Prints ONE JSON
+line:
 
     python benchmarks/lstm_loop.py [--rounds 4] [--repeats 5] [--settings a,b]
 """
@@ -22,11 +22,9 @@ import harness                                          # noqa: E402
 from minigluon.ndarray import ops_rnn_sequence as ors   # noqa: E402
 
 T, N, H = 35, 32, 256
-# name: (C loop, one weight product, MINIGLUON_RNN_ROW_PARTS or None for unset)
-SETTINGS = {"python_loop_two_products": (False, False, None),
-            "c_loop_two_products": (True, False, None),
-            "c_loop_one_product": (True, True, None),
-            "c_loop_one_product_one_part": (True, True, "1")}
+# name: (C loop, MINIGLUON_RNN_ROW_PARTS or None for unset)
+SETTINGS = {"python_loop": (False, None), "c_loop": (True, None),
+            "c_loop_one_part": (True, "1")}
 
 
 def layer_arrays(seed=0):
@@ -51,7 +49,7 @@ def passes(arrays):
 
 
 def use(setting):
-    ors.NATIVE_LOOP, ors.ONE_WEIGHT_PRODUCT, parts = SETTINGS[setting]
+    ors.NATIVE_LOOP, parts = SETTINGS[setting]
     if parts is None:
         os.environ.pop("MINIGLUON_RNN_ROW_PARTS", None)
     else:
