@@ -158,6 +158,26 @@ def paired(rounds_, a, b):
     return statistics.median(ratios), sum(r > 1 for r in ratios)
 
 
+def settings_in_turn(settings, rounds, use, measure):
+    """Run `measure(setting)` after `use(setting)` for every setting in each of `rounds`
+    rounds, the order reversed every other round (neither goes first each time), in this
+    process; returns [min, max] of minigluon's compute threads at the start of the turns."""
+    from minigluon import threads   # the torch workers that import harness lack minigluon
+    seen = []
+    for r in range(rounds):
+        for setting in (settings if r % 2 == 0 else settings[::-1]):
+            use(setting)
+            seen.append(threads.compute_threads())
+            measure(setting)
+    return [min(seen), max(seen)]
+
+
+def load_fields(before):
+    """The JSON line's 1-minute load average before (given) and now."""
+    return {"loadavg_1min_before": round(before, 2),
+            "loadavg_1min_after": round(os.getloadavg()[0], 2)}
+
+
 def report(fields):
     """Print the benchmark's one JSON line."""
     print(json.dumps(fields), flush=True)

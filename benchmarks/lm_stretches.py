@@ -17,7 +17,6 @@ reports the process's minor page faults and system CPU seconds in it. `products`
 the recurrence's per-step product (see its docstring). Prints ONE JSON line.
 """
 import argparse
-import json
 import os
 import resource
 import statistics
@@ -29,8 +28,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import harness                                              # noqa: E402
 import minigluon as mx                                      # noqa: E402
-from minigluon import autograd, gluon, nd, threads          # noqa: E402
+from minigluon import autograd, gluon, nd                   # noqa: E402
 from minigluon.ndarray.one_blas_thread import one_blas_thread  # noqa: E402
 from zoo_models import SPECS, batch_arrays, minigluon_net   # noqa: E402
 
@@ -176,21 +176,16 @@ def main():
         use_setting(s)
         step_apart(*apart, loss_fn, data, label, Clock())
         whole_step(*hybrid, loss_fn, data, label, Clock())
-    threads_seen = []
-    for r in range(args.rounds):
-        for s in (settings if r % 2 == 0 else settings[::-1]):
-            use_setting(s)
-            threads_seen.append(threads.compute_threads())
-            for _ in range(args.steps):
-                step_apart(*apart, loss_fn, data, label, clocks[s])
-                whole_step(*hybrid, loss_fn, data, label, clocks[s])
-    print(json.dumps({"benchmark": "lm_stretches", "rounds": args.rounds,
-                      "steps": args.steps, "settings": {s: summary(c)
-                                                        for s, c in clocks.items()},
-                      "products": products(),
-                      "compute_threads_min_max": [min(threads_seen), max(threads_seen)],
-                      "loadavg_1min_before": round(load, 2),
-                      "loadavg_1min_after": round(os.getloadavg()[0], 2)}))
+
+    def measure(setting):
+        for _ in range(args.steps):
+            step_apart(*apart, loss_fn, data, label, clocks[setting])
+            whole_step(*hybrid, loss_fn, data, label, clocks[setting])
+    threads_seen = harness.settings_in_turn(settings, args.rounds, use_setting, measure)
+    harness.report({"benchmark": "lm_stretches", "rounds": args.rounds, "steps": args.steps,
+                    "settings": {s: summary(c) for s, c in clocks.items()},
+                    "products": products(), "compute_threads_min_max": threads_seen,
+                    **harness.load_fields(load)})
     return 0
 
 

@@ -1,15 +1,14 @@
 """Wall and CPU milliseconds of one LSTM layer's `_rnn_sequence` (the language model's:
 256 hidden, 35 steps, batch 32), forward alone and forward + backward, per setting of its
 recurrence: the per-step loop in Python or in C (ops_rnn_sequence.NATIVE_LOOP), the
-weight gradients as two products or one (ONE_WEIGHT_PRODUCT), the batch rows in 1 part
-or one per compute thread (MINIGLUON_RNN_ROW_PARTS unset). The settings take turns each
-round in one process; figures are medians over rounds of each round's median. Prints ONE
-JSON line:
+batch rows in 1 part or one per compute thread (MINIGLUON_RNN_ROW_PARTS unset). The
+settings take turns each round in one process; figures are medians over rounds of each
+round's median, and each setting's per-round ratio to the first named. Prints ONE JSON
+line:
 
-    python benchmarks/lstm_loop.py [--rounds 4] [--repeats 5]
+    python benchmarks/lstm_loop.py [--rounds 4] [--repeats 5] [--settings a,b]
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -17,15 +16,15 @@ import time
 
 import numpy as np
 
-from minigluon import threads
-from minigluon.ndarray import ops_rnn_sequence as ors
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness                                          # noqa: E402
+from minigluon.ndarray import ops_rnn_sequence as ors   # noqa: E402
 
 T, N, H = 35, 32, 256
-# name: (C loop, one weight product, MINIGLUON_RNN_ROW_PARTS or None for unset)
-SETTINGS = {"python_loop_two_products": (False, False, None),
-            "c_loop_two_products": (True, False, None),
-            "c_loop_one_product": (True, True, None),
-            "c_loop_one_product_one_part": (True, True, "1")}
+# name: (C loop, MINIGLUON_RNN_ROW_PARTS or None for unset)
+SETTINGS = {"python_loop": (False, None), "c_loop": (True, None),
+            "c_loop_one_part": (True, "1")}
 
 
 def layer_arrays(seed=0):
@@ -50,7 +49,7 @@ def passes(arrays):
 
 
 def use(setting):
-    ors.NATIVE_LOOP, ors.ONE_WEIGHT_PRODUCT, parts = SETTINGS[setting]
+    ors.NATIVE_LOOP, parts = SETTINGS[setting]
     if parts is None:
         os.environ.pop("MINIGLUON_RNN_ROW_PARTS", None)
     else:
@@ -68,30 +67,47 @@ def timed(fn, repeats):
     return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
 
 
+def against_first(samples, settings):
+    """Each later setting against the first, round by round: the median over rounds of the
+    first's wall time / this one's (above 1: this one is faster), and the rounds it won."""
+    out = {}
+    for setting in settings[1:]:
+        out[setting] = {}
+        for what in samples[setting]:
+            walls = {name: [p[0] for p in samples[name][what]]
+                     for name in (settings[0], setting)}
+            ratio, won = harness.paired(walls, settings[0], setting)
+            out[setting][what] = {"wall_ratio": round(ratio, 3), "rounds_won": won}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--settings", default=",".join(SETTINGS),
+                    help="which of the settings take turns (default: all)")
     args = ap.parse_args()
+    settings = [s for s in args.settings.split(",") if s]
+    unknown = [s for s in settings if s not in SETTINGS]
+    if unknown or not settings:
+        sys.exit(f"lstm_loop.py: --settings must name some of {list(SETTINGS)}, got "
+                 f"{args.settings!r}")
     load = os.getloadavg()[0]
     runs = passes(layer_arrays())
-    samples = {}
-    seen_threads = []
-    for r in range(args.rounds):
-        for setting in (list(SETTINGS) if r % 2 == 0 else list(SETTINGS)[::-1]):
-            use(setting)
-            seen_threads.append(threads.compute_threads())
-            for what, fn in runs.items():
-                samples.setdefault(setting, {}).setdefault(what, []).append(
-                    timed(fn, args.repeats))
+    samples = {setting: {what: [] for what in runs} for setting in settings}
+
+    def measure(setting):
+        for what, fn in runs.items():
+            samples[setting][what].append(timed(fn, args.repeats))
+    seen_threads = harness.settings_in_turn(settings, args.rounds, use, measure)
     result = {setting: {what: {"wall_ms": round(statistics.median(p[0] for p in v) * 1e3, 2),
                                "cpu_ms": round(statistics.median(p[1] for p in v) * 1e3, 2)}
                         for what, v in by_pass.items()}
               for setting, by_pass in samples.items()}
-    print(json.dumps({"benchmark": "lstm_loop", "rounds": args.rounds, "settings": result,
-                      "compute_threads_min_max": [min(seen_threads), max(seen_threads)],
-                      "loadavg_1min_before": round(load, 2),
-                      "loadavg_1min_after": round(os.getloadavg()[0], 2)}))
+    harness.report({"benchmark": "lstm_loop", "rounds": args.rounds, "settings": result,
+                    "against_first": against_first(samples, settings),
+                    "compute_threads_min_max": seen_threads, **harness.load_fields(load)})
     return 0
 
 

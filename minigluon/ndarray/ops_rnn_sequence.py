@@ -31,9 +31,6 @@ MODES = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 # (ext.lstm_sequence_forward/backward) where the loaded BLAS's gemm was found; tests turn
 # this off to compare with the per-step loop below
 NATIVE_LOOP = True
-# lstm and rnn_* on the host: i2h's and h2h's weight gradients as one product (tests turn
-# this off to compare with the two products)
-ONE_WEIGHT_PRODUCT = True
 
 
 class _LSTMSteps:
@@ -286,8 +283,6 @@ class SequenceRun:
 
     def _weight_grads(self, dpx, dph):
         """(dx, dwx, dwh, dbx, dbh): one matmul each over all steps."""
-        if dph is dpx and self.xp is np and ONE_WEIGHT_PRODUCT:
-            return self._weight_grads_shared(dpx)
         xp, x, ys = self.xp, self.x, self.out[:self.x.shape[0]]
         # the state each step read: h0, then the outputs before it in reading order
         parts = [ys[1:], self.h0[None]] if self.reverse else [self.h0[None], ys[:-1]]
@@ -298,20 +293,3 @@ class SequenceRun:
         # lstm and rnn_*: h2h's bias joined the input projection, its gradient is i2h's
         dbh = gh.sum(axis=0) if dph is not dpx else dbx.copy()
         return dx, gx.T @ x.reshape(-1, x.shape[2]), gh.T @ prev, dbx, dbh
-
-    def _weight_grads_shared(self, dpx):
-        """The same where i2h and h2h share their gates' gradient (lstm, rnn_*): both
-        weights' gradients as one product, gates^T @ [inputs | previous states], whose
-        wider right side this BLAS runs faster than two products of half its width."""
-        x, ys, h0 = self.x, self.out[:self.x.shape[0]], self.h0
-        (t, n, width), hidden = x.shape, h0.shape[1]
-        both = np.empty((t, n, width + hidden), x.dtype)
-        both[:, :, :width] = x
-        read_first, states = (t - 1, ys[1:]) if self.reverse else (0, ys[:-1])
-        both[read_first, :, width:] = h0
-        both[slice(0, t - 1) if self.reverse else slice(1, t), :, width:] = states
-        gx = dpx.reshape(-1, dpx.shape[2])
-        dw = gx.T @ both.reshape(-1, width + hidden)
-        dbx = gx.sum(axis=0)
-        return ((gx @ self.wx).reshape(x.shape), np.ascontiguousarray(dw[:, :width]),
-                np.ascontiguousarray(dw[:, width:]), dbx, dbx.copy())

@@ -739,7 +739,8 @@ static PyObject *py_lstm_cell(PyObject *self, PyObject *args)
 }
 
 /* The sequence arguments common to both directions: the gemm, the rows, the sizes from
- * `shape3` (px or act, (T, N, 4H)), and wh (4H, H), h0 or c0 counts checked by the callers. */
+ * `shape3` (px or act, (T, N, 4H)); the other buffers' counts follow from them
+ * (lstm_seq_parse's table). */
 static int lstm_seq_sizes(const char *fn, mg_lstm_seq_args *s, unsigned long long gemm,
                           int ilp64, int reverse, Py_ssize_t lo, Py_ssize_t hi,
                           const Py_buffer *shape3)
@@ -784,71 +785,117 @@ static PyObject *lstm_seq_run(mg_buffers *b, int (*fn)(const mg_lstm_seq_args *)
     Py_RETURN_NONE;
 }
 
+/* What a sequence buffer holds, in the call's sizes (G = 4H). */
+enum { MG_SEQ_GATES, MG_SEQ_WH, MG_SEQ_STATE, MG_SEQ_STEPS, MG_SEQ_STEPS_AND_C };
+#define MG_SEQ_MAX_ARGS 8
+
+/* One buffer argument of lstm_sequence_*: its name in errors, whether the kernel writes
+ * it, and its size: MG_SEQ_GATES (T, N, G), MG_SEQ_WH (G, H), MG_SEQ_STATE (N, H),
+ * MG_SEQ_STEPS (T, N, H) or MG_SEQ_STEPS_AND_C (T + 1, N, H). */
+typedef struct {
+    const char *name;
+    int writable, size;
+} mg_seq_arg;
+
+/* Each table row's data into its field of the kernel's arguments (the fields' types
+ * differ, const or not, so the table names no field itself). */
+static void place_forward(mg_lstm_seq_args *s, void *const *d)
+{
+    s->px = d[0], s->wh = d[1], s->h0 = d[2], s->c0 = d[3], s->out = d[4], s->act = d[5];
+    s->cseq = d[6];
+}
+
+static void place_backward(mg_lstm_seq_args *s, void *const *d)
+{
+    s->act = d[0], s->wh = d[1], s->c0 = d[2], s->cseq = d[3], s->dout = d[4], s->dpx = d[5];
+    s->dh0 = d[6], s->dc0 = d[7];
+}
+
+/* A kernel's arguments: (gemm, ilp64, reverse, lo, hi) then the buffers, the first of
+ * which is the (T, N, G) one that sets the sizes; `place` puts the buffers' data (in the
+ * table's order) into the kernel's arguments, `run` runs it. */
+typedef struct {
+    const char *fn, *format;
+    int n;
+    mg_seq_arg args[MG_SEQ_MAX_ARGS];
+    void (*place)(mg_lstm_seq_args *, void *const *);
+    int (*run)(const mg_lstm_seq_args *);
+} mg_seq_kernel;
+
+static const mg_seq_kernel SEQ_FORWARD = {"lstm_sequence_forward", "KpinnOOOOOOO", 7, {
+    {"px", 0, MG_SEQ_GATES}, {"wh", 0, MG_SEQ_WH}, {"h0", 0, MG_SEQ_STATE},
+    {"c0", 0, MG_SEQ_STATE}, {"out", 1, MG_SEQ_STEPS_AND_C}, {"act", 1, MG_SEQ_GATES},
+    {"cseq", 1, MG_SEQ_STEPS}}, place_forward, mg_lstm_sequence_forward};
+static const mg_seq_kernel SEQ_BACKWARD = {"lstm_sequence_backward", "KpinnOOOOOOOO", 8, {
+    {"act", 0, MG_SEQ_GATES}, {"wh", 0, MG_SEQ_WH}, {"c0", 0, MG_SEQ_STATE},
+    {"cseq", 0, MG_SEQ_STEPS}, {"dout", 0, MG_SEQ_STEPS_AND_C}, {"dpx", 1, MG_SEQ_GATES},
+    {"dh0", 1, MG_SEQ_STATE}, {"dc0", 1, MG_SEQ_STATE}}, place_backward,
+    mg_lstm_sequence_backward};
+
+static size_t seq_size(const mg_lstm_seq_args *s, int size)
+{
+    size_t state = s->n * s->hidden;
+    switch (size) {
+    case MG_SEQ_GATES: return 4 * s->steps * state;
+    case MG_SEQ_WH: return 4 * s->hidden * s->hidden;
+    case MG_SEQ_STATE: return state;
+    case MG_SEQ_STEPS: return s->steps * state;
+    default: return (s->steps + 1) * state;
+    }
+}
+
+/* Parse `args` as kernel `k` describes into `s`, and the buffers' data into `data` in the
+ * table's order; 0, or -1 with an exception (the buffers taken so far are in `b`). */
+static int lstm_seq_parse(PyObject *args, const mg_seq_kernel *k, mg_buffers *b,
+                          mg_lstm_seq_args *s, void **data)
+{
+    unsigned long long gemm;
+    int ilp64, reverse, dtype;
+    Py_ssize_t lo, hi;
+    PyObject *obj[MG_SEQ_MAX_ARGS];
+    if (!PyArg_ParseTuple(args, k->format, &gemm, &ilp64, &reverse, &lo, &hi, &obj[0],
+                          &obj[1], &obj[2], &obj[3], &obj[4], &obj[5], &obj[6], &obj[7]))
+        return -1;
+    const mg_seq_arg *a = k->args;
+    Py_buffer *first = take_float(b, obj[0], a[0].writable, 3, k->fn, a[0].name, &dtype);
+    if (!first || lstm_seq_sizes(k->fn, s, gemm, ilp64, reverse, lo, hi, first) < 0)
+        return -1;
+    s->dtype = dtype;
+    data[0] = first->buf;
+    for (int i = 1; i < k->n; i++) {
+        Py_buffer *v = take_like(b, obj[i], a[i].writable, k->fn, a[i].name, dtype,
+                                 seq_size(s, a[i].size));
+        if (!v)
+            return -1;
+        data[i] = v->buf;
+    }
+    return 0;
+}
+
+/* Kernel `k` on the buffers `args` names, with the GIL released. */
+static PyObject *lstm_seq_call(PyObject *args, const mg_seq_kernel *k)
+{
+    mg_buffers b = {.held = 0};
+    mg_lstm_seq_args s = {0};
+    void *data[MG_SEQ_MAX_ARGS];
+    if (lstm_seq_parse(args, k, &b, &s, data) < 0)
+        return fail(&b);
+    k->place(&s, data);
+    return lstm_seq_run(&b, k->run, &s);
+}
+
 /* lstm_sequence_forward(gemm, ilp64, reverse, lo, hi, px, wh, h0, c0, out, act, cseq):
  * rows [lo, hi) of one LSTM layer through every step (lstm_sequence.c). */
 static PyObject *py_lstm_sequence_forward(PyObject *self, PyObject *args)
 {
-    static const char *fn = "lstm_sequence_forward";
-    unsigned long long gemm;
-    int ilp64, reverse, dtype;
-    Py_ssize_t lo, hi;
-    PyObject *px_obj, *wh_obj, *h0_obj, *c0_obj, *out_obj, *act_obj, *cseq_obj;
-    mg_buffers b = {.held = 0};
-    mg_lstm_seq_args s = {0};
-    if (!PyArg_ParseTuple(args, "KpinnOOOOOOO", &gemm, &ilp64, &reverse, &lo, &hi, &px_obj,
-                          &wh_obj, &h0_obj, &c0_obj, &out_obj, &act_obj, &cseq_obj))
-        return NULL;
-    Py_buffer *px = take_float(&b, px_obj, 0, 3, fn, "px", &dtype);
-    if (!px || lstm_seq_sizes(fn, &s, gemm, ilp64, reverse, lo, hi, px) < 0)
-        return fail(&b);
-    s.dtype = dtype;
-    size_t state = s.n * s.hidden, t = s.steps;
-    Py_buffer *wh = take_like(&b, wh_obj, 0, fn, "wh", dtype, 4 * s.hidden * s.hidden);
-    Py_buffer *h0 = wh ? take_like(&b, h0_obj, 0, fn, "h0", dtype, state) : NULL;
-    Py_buffer *c0 = h0 ? take_like(&b, c0_obj, 0, fn, "c0", dtype, state) : NULL;
-    Py_buffer *out = c0 ? take_like(&b, out_obj, 1, fn, "out", dtype, (t + 1) * state) : NULL;
-    Py_buffer *act = out ? take_like(&b, act_obj, 1, fn, "act", dtype, 4 * t * state) : NULL;
-    Py_buffer *cseq = act ? take_like(&b, cseq_obj, 1, fn, "cseq", dtype, t * state) : NULL;
-    if (!cseq)
-        return fail(&b);
-    s.px = px->buf, s.wh = wh->buf, s.h0 = h0->buf, s.c0 = c0->buf;
-    s.out = out->buf, s.act = act->buf, s.cseq = cseq->buf;
-    return lstm_seq_run(&b, mg_lstm_sequence_forward, &s);
+    return lstm_seq_call(args, &SEQ_FORWARD);
 }
 
 /* lstm_sequence_backward(gemm, ilp64, reverse, lo, hi, act, wh, c0, cseq, dout, dpx, dh0,
  * dc0): rows [lo, hi) of the same layer back through every step. */
 static PyObject *py_lstm_sequence_backward(PyObject *self, PyObject *args)
 {
-    static const char *fn = "lstm_sequence_backward";
-    unsigned long long gemm;
-    int ilp64, reverse, dtype;
-    Py_ssize_t lo, hi;
-    PyObject *act_obj, *wh_obj, *c0_obj, *cseq_obj, *dout_obj, *dpx_obj, *dh0_obj, *dc0_obj;
-    mg_buffers b = {.held = 0};
-    mg_lstm_seq_args s = {0};
-    if (!PyArg_ParseTuple(args, "KpinnOOOOOOOO", &gemm, &ilp64, &reverse, &lo, &hi, &act_obj,
-                          &wh_obj, &c0_obj, &cseq_obj, &dout_obj, &dpx_obj, &dh0_obj,
-                          &dc0_obj))
-        return NULL;
-    Py_buffer *act = take_float(&b, act_obj, 0, 3, fn, "act", &dtype);
-    if (!act || lstm_seq_sizes(fn, &s, gemm, ilp64, reverse, lo, hi, act) < 0)
-        return fail(&b);
-    s.dtype = dtype;
-    size_t state = s.n * s.hidden, t = s.steps;
-    Py_buffer *wh = take_like(&b, wh_obj, 0, fn, "wh", dtype, 4 * s.hidden * s.hidden);
-    Py_buffer *c0 = wh ? take_like(&b, c0_obj, 0, fn, "c0", dtype, state) : NULL;
-    Py_buffer *cseq = c0 ? take_like(&b, cseq_obj, 0, fn, "cseq", dtype, t * state) : NULL;
-    Py_buffer *dout = cseq ? take_like(&b, dout_obj, 0, fn, "dout", dtype, (t + 1) * state)
-                           : NULL;
-    Py_buffer *dpx = dout ? take_like(&b, dpx_obj, 1, fn, "dpx", dtype, 4 * t * state) : NULL;
-    Py_buffer *dh0 = dpx ? take_like(&b, dh0_obj, 1, fn, "dh0", dtype, state) : NULL;
-    Py_buffer *dc0 = dh0 ? take_like(&b, dc0_obj, 1, fn, "dc0", dtype, state) : NULL;
-    if (!dc0)
-        return fail(&b);
-    s.act = act->buf, s.wh = wh->buf, s.c0 = c0->buf, s.cseq = cseq->buf;
-    s.dout = dout->buf, s.dpx = dpx->buf, s.dh0 = dh0->buf, s.dc0 = dc0->buf;
-    return lstm_seq_run(&b, mg_lstm_sequence_backward, &s);
+    return lstm_seq_call(args, &SEQ_BACKWARD);
 }
 
 /* gru_cell(kind, h, act, out, a, b, dh, nthreads): h (N, H) sets the sizes.  Kind 0
@@ -1170,6 +1217,19 @@ static PyObject *bad_row(const char *fn, const int64_t *ids, int64_t i, Py_ssize
                         rows);
 }
 
+/* How a rows kernel ends: None, or the error of its first bad id (`bad` >= 0); the
+ * buffers released either way. */
+static PyObject *rows_result(mg_buffers *b, const char *fn, const Py_buffer *ids,
+                             int64_t bad, Py_ssize_t rows)
+{
+    if (bad >= 0)
+        bad_row(fn, ids->buf, bad, rows);
+    release_all(b);
+    if (bad >= 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* rows_sum(ids_list, values_list, width, out_ids, out) -> rows written */
 static PyObject *py_rows_sum(PyObject *self, PyObject *args)
 {
@@ -1277,12 +1337,7 @@ static PyObject *py_rows_take(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     bad = mg_rows_take(table->buf, (size_t)rows, row_bytes, ids->buf, k, out->buf);
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        bad_row(fn, ids->buf, bad, rows);
-        return fail(&b);
-    }
-    release_all(&b);
-    Py_RETURN_NONE;
+    return rows_result(&b, fn, ids, bad, rows);
 }
 
 /* rows_add_at(table, rows, ids, values): table[ids[i]] += values[i], in order */
@@ -1310,12 +1365,7 @@ static PyObject *py_rows_add_at(PyObject *self, PyObject *args)
     bad = mg_rows_add_at(dtype, table->buf, (size_t)rows, (size_t)width, ids->buf,
                          (size_t)count(ids), values->buf);
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        bad_row(fn, ids->buf, bad, rows);
-        return fail(&b);
-    }
-    release_all(&b);
-    Py_RETURN_NONE;
+    return rows_result(&b, fn, ids, bad, rows);
 }
 
 /* rows_sgd(weight, rows, ids, grad, mom_or_None, lr, wd, momentum, rescale, clip) */
@@ -1353,12 +1403,7 @@ static PyObject *py_rows_sgd(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     bad = mg_rows_sgd(&a, w->buf, mom, (size_t)rows, (size_t)width, ids->buf, k, grad->buf);
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        bad_row(fn, ids->buf, bad, rows);
-        return fail(&b);
-    }
-    release_all(&b);
-    Py_RETURN_NONE;
+    return rows_result(&b, fn, ids, bad, rows);
 }
 
 /* rows_adam(weight, rows, ids, grad, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip) */
@@ -1393,12 +1438,7 @@ static PyObject *py_rows_adam(PyObject *self, PyObject *args)
     bad = mg_rows_adam(&a, w->buf, mean->buf, var->buf, (size_t)rows, (size_t)width, ids->buf,
                        k, grad->buf);
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        bad_row(fn, ids->buf, bad, rows);
-        return fail(&b);
-    }
-    release_all(&b);
-    Py_RETURN_NONE;
+    return rows_result(&b, fn, ids, bad, rows);
 }
 
 static PyObject *py_tuning(PyObject *self, PyObject *unused)

@@ -122,3 +122,47 @@ def test_bad_input_is_refused_alike(path):
     with pytest.raises(ShapeError, match=r"dout has shape \(3, 4, 2\).*need \(4, 4, 2\)"):
         path.lstm_sequence_backward(act, wh, c0, cseq, cseq, act.copy(), h0.copy(),
                                     c0.copy(), (0, 4))
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
+def test_the_c_entry_names_each_bad_buffer(c_path, backward):
+    """_kernels.lstm_sequence_* check every buffer themselves (their one table of names,
+    sizes and writability): one value short, the other dtype, read-only where written."""
+    from minigluon_ext import _kernels
+    rng = np.random.default_rng(3)
+    t, n, h = 3, 4, 2
+    px, wh, h0, c0 = _arrays(rng, t, n, h, np.float32)
+    out, act, cseq = _outputs(t, n, h, np.float32, 0.0)
+    if backward:
+        fn, kernel = "lstm_sequence_backward", _kernels.lstm_sequence_backward
+        names = ("act", "wh", "c0", "cseq", "dout", "dpx", "dh0", "dc0")
+        buffers = [act, wh, c0, cseq, out.copy(), px.copy(), h0.copy(), c0.copy()]
+        written = {"dpx", "dh0", "dc0"}
+    else:
+        fn, kernel = "lstm_sequence_forward", _kernels.lstm_sequence_forward
+        names = ("px", "wh", "h0", "c0", "out", "act", "cseq")
+        buffers = [px, wh, h0, c0, out, act, cseq]
+        written = {"out", "act", "cseq"}
+    address, ilp64 = blas.gemm(np.float32)
+
+    def call(k, bad):
+        kernel(address, ilp64, False, 0, n, *buffers[:k], bad, *buffers[k + 1:])
+    kernel(address, ilp64, False, 0, n, *buffers)          # the good call runs
+    with pytest.raises(ValueError, match=f"{fn}: {names[0]} must have 3 axes, got 2"):
+        call(0, buffers[0][0])
+    for k in range(1, len(names)):
+        size = buffers[k].size
+        with pytest.raises(ValueError, match=rf"{fn}: {names[k]} must hold {size} float32 "
+                                             rf"values, got {size - 1} of format 'f'"):
+            call(k, buffers[k].ravel()[:-1].copy())
+        with pytest.raises(ValueError, match=rf"{fn}: {names[k]} must hold {size} float32 "
+                                             rf"values, got {size} of format 'd'"):
+            call(k, buffers[k].astype(np.float64))
+        frozen = buffers[k].copy()
+        frozen.flags.writeable = False
+        if names[k] in written:
+            with pytest.raises(ValueError, match=f"{fn}: {names[k]} must be a C-contiguous, "
+                                                 "writable buffer"):
+                call(k, frozen)
+        else:
+            call(k, frozen)

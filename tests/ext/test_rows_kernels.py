@@ -173,6 +173,13 @@ def test_the_c_kernels_check_ids_themselves():
     same_bits(weight, np.ones((4, 2), np.float32))
     with pytest.raises(ValueError, match="rows_take: row id -1 at position 0"):
         kernels.rows_take(weight, 4, np.array([-1]), np.empty((1, 2), np.float32))
+    with pytest.raises(ValueError, match="rows_add_at: row id 7 at position 1"):
+        kernels.rows_add_at(np.zeros((4, 2), np.float32), 4, np.array([0, 7]), grad)
+    mean, var = np.zeros((4, 2), np.float32), np.zeros((4, 2), np.float32)
+    with pytest.raises(ValueError, match="rows_adam: row id 5 at position 0"):
+        kernels.rows_adam(weight, 4, np.array([5]), grad[:1], mean, var, 0.1, 0.9, 0.999,
+                          1e-8, 0.0, 1.0, 0.0)
+    same_bits(weight, np.ones((4, 2), np.float32))
     with pytest.raises(ValueError, match="rows_sum: out_ids .* need room for 4 rows"):
         kernels.rows_sum([np.array([0, 1]), np.array([1, 2])], [grad, grad], 2,
                          np.empty(1, np.int64), np.empty(8, np.float32))

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from minigluon import autograd, nd, threads
+from minigluon import autograd, nd
 from minigluon.ndarray import conv_host, long_product as lp
 
 
@@ -25,23 +25,13 @@ def test_split_sum_equals_the_plain_product(parts, shape):
     assert np.all(np.abs(got - want) <= 1e-5 * scale)
 
 
-def test_default_parts_follow_the_compute_threads(monkeypatch):
-    calls = []
-    monkeypatch.setattr(lp.threads, "compute_threads", lambda: 2)
-    real = lp._executor
-
-    def spy(workers):
-        calls.append(workers)
-        return real(workers)
-    monkeypatch.setattr(lp, "_executor", spy)
+def test_default_parts_follow_the_compute_threads(executor_calls):
     a, b = np.ones((4, 3 * lp.MIN_PART), np.float32), np.ones((3 * lp.MIN_PART, 2), np.float32)
     assert np.array_equal(lp.long_product(a, b), np.full((4, 2), 3 * lp.MIN_PART, np.float32))
-    assert calls == [1]
+    assert executor_calls == [1]
     # a sum too short for two parts of MIN_PART is one product
     lp.long_product(a[:, :lp.MIN_PART + 1], b[:lp.MIN_PART + 1])
-    assert calls == [1]
-    monkeypatch.undo()
-    threads.look_again()        # BLAS back to the real compute count
+    assert executor_calls == [1]
 
 
 def test_a_forked_child_starts_its_own_pool():

@@ -1,8 +1,7 @@
 """`_rnn_sequence`'s LSTM recurrence in C (ops_rnn_sequence.NATIVE_LOOP: a row part's
 whole sequence in one call of ext.lstm_sequence_*) against the per-step Python loop it
 replaces: outputs and every gradient, both directions, with and without first states, in
-one and several row parts; nd.RNN alike; finite differences through the C loop; and the
-weight gradients as one product (ONE_WEIGHT_PRODUCT) against two."""
+one and several row parts; nd.RNN alike; finite differences through the C loop."""
 import numpy as np
 import pytest
 
@@ -110,33 +109,3 @@ def test_other_arrays_keep_the_python_loop(native_loop, monkeypatch):
     with autograd.record():
         nd._rnn_sequence(*xs, mode="lstm")
     assert seen == [False]
-
-
-@pytest.mark.parametrize("mode", ["lstm", "rnn_tanh", "rnn_relu"])
-@pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_one_weight_product_equals_two(mode, reverse, dtype, monkeypatch):
-    """i2h's and h2h's weight gradients from gates^T @ [x | previous h] (ONE_WEIGHT_PRODUCT)
-    against the two products, with first states and without."""
-    rng = np.random.default_rng(11 + reverse)
-    for states in (True, False):
-        arrays = [(rng.standard_normal(s) * 0.5).astype(dtype) for s in
-                  [(5, 4, 3), (4 * 6 if mode == "lstm" else 6, 3)] +
-                  [(4 * 6 if mode == "lstm" else 6, 6)] + [(4 * 6 if mode == "lstm" else 6,)] * 2 +
-                  ([(4, 6)] * (2 if mode == "lstm" else 1) if states else [])]
-        if mode == "rnn_relu":
-            arrays[0] = np.abs(arrays[0]) + 0.3
-        head = rng.standard_normal((5 + (mode == "lstm"), 4, 6)).astype(dtype)
-
-        def run(one):
-            monkeypatch.setattr(ops_rnn_sequence, "ONE_WEIGHT_PRODUCT", one)
-            xs = [nd.array(a, dtype=dtype) for a in arrays]
-            for a in xs:
-                a.attach_grad()
-            with autograd.record():
-                out = nd._rnn_sequence(*xs, mode=mode, reverse=reverse)
-            out.backward(nd.array(head, dtype=dtype))
-            return [a.grad.asnumpy() for a in xs]
-
-        for k, (got, want) in enumerate(zip(run(True), run(False))):
-            np.testing.assert_allclose(got, want, err_msg=f"input {k}", **TOL[dtype])

@@ -6,7 +6,7 @@ gradients when split in two."""
 import numpy as np
 import pytest
 
-from minigluon import autograd, nd, threads
+from minigluon import autograd, nd
 from minigluon.ndarray import conv_host, conv_pointwise, long_product as lp
 
 
@@ -50,24 +50,14 @@ def test_summed_product_equals_the_sum_of_the_stack(parts):
     assert np.all(np.abs(got - want) <= 1e-5 * scale)
 
 
-def test_small_stacks_are_one_call_and_big_ones_follow_the_compute_threads(monkeypatch):
-    calls = []
-    monkeypatch.setattr(lp.threads, "compute_threads", lambda: 2)
-    real = lp._executor
-
-    def spy(workers):
-        calls.append(workers)
-        return real(workers)
-    monkeypatch.setattr(lp, "_executor", spy)
+def test_small_stacks_are_one_call_and_big_ones_follow_the_compute_threads(executor_calls):
     small = _stacks(0, (2, 4, 4), (2, 4, 4))
     np.testing.assert_allclose(lp.stacked_product(*small), small[0] @ small[1], rtol=1e-6)
-    assert calls == []
+    assert executor_calls == []
     big = _stacks(1, (36, 32, 128), (36, 128, 16))       # 2.4M multiply-adds
     assert 36 * 32 * 128 * 16 >= lp.MIN_STACK_WORK
     np.testing.assert_allclose(lp.stacked_product(*big), big[0] @ big[1], rtol=1e-5, atol=1e-4)
-    assert calls == [1]
-    monkeypatch.undo()
-    threads.look_again()        # BLAS back to the real compute count
+    assert executor_calls == [1]
 
 
 def _conv_grads(x, w, **attrs):

@@ -26,6 +26,10 @@ import numpy as np
 import psutil
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+
+from launchkit import read_output  # noqa: E402  (the launcher tests' reader of its output)
+
 SCRIPT = os.path.join(HERE, "..", "tools", "restart_train.py")
 RUN_DEADLINE = 180.0
 
@@ -34,7 +38,7 @@ def launch(folder, restarts):
     args = [sys.executable, "-m", "minigluon.tools.launch", "--max-restarts", str(restarts),
             "-n", "2", "-s", "2", "--no-bar", sys.executable, SCRIPT, "--out", folder,
             "--barrier-every", "1"]
-    log = open(os.path.join(folder, "log"), "w+")
+    log = open(os.path.join(folder, "log"), "w")
     return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True), log
 
@@ -58,8 +62,7 @@ def run(folder, kills, rng):
     try:
         while launcher.poll() is None and time.monotonic() < end:
             time.sleep(0.05)
-            log.seek(0)
-            steps = log.read().count("] STEP ")
+            steps = read_output(log).count("] STEP ")
             if len(times) < kills and steps >= at[len(times)]:
                 pid = scheduler_pid(launcher)
                 if pid is not None:
@@ -69,8 +72,7 @@ def run(folder, kills, rng):
         if launcher.poll() is None:
             os.killpg(launcher.pid, signal.SIGKILL)
         code = launcher.wait()
-    log.seek(0)
-    return code, times, log.read()
+    return code, times, read_output(log)
 
 
 def same_params(folder, want):

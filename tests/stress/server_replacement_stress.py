@@ -26,6 +26,10 @@ import numpy as np
 import psutil
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+
+from launchkit import read_output  # noqa: E402  (the launcher tests' reader of its output)
+
 SCRIPT = os.path.join(HERE, "..", "tools", "restart_train.py")
 RUN_DEADLINE = 240.0
 BACK = "serves its range again"
@@ -37,7 +41,7 @@ def launch(folder, restarts, replicas):
             "--epochs", "3", "--step-sleep", "0.3"]
     env = dict(os.environ, MINIGLUON_PS_REPLICAS=str(int(replicas)),
                PS_HEARTBEAT_INTERVAL="0.2", PS_HEARTBEAT_TIMEOUT="1.5")
-    log = open(os.path.join(folder, "log"), "w+")
+    log = open(os.path.join(folder, "log"), "w")
     return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
                             start_new_session=True), log
 
@@ -63,8 +67,7 @@ def run(folder, kills, rng):
     try:
         while launcher.poll() is None and time.monotonic() < end:
             time.sleep(0.05)
-            log.seek(0)
-            text = log.read()
+            text = read_output(log)
             if len(backs) < len(killed) and text.count(BACK) > len(backs):
                 backs.append(time.monotonic() - killed[len(backs)])
             due = len(killed) < kills and text.count("] STEP ") >= at[len(killed)]
@@ -77,8 +80,7 @@ def run(folder, kills, rng):
         if launcher.poll() is None:
             os.killpg(launcher.pid, signal.SIGKILL)
         code = launcher.wait()
-    log.seek(0)
-    return code, backs, log.read()
+    return code, backs, read_output(log)
 
 
 def same_params(folder, want):

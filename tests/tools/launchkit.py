@@ -125,10 +125,11 @@ def assert_bit_identical(folder, want, run, ranks=(0, 1)):
                 f"worker {rank}: {name} differs\n{run.text()}"
 
 
-def _read_new(f):
-    """What the launcher wrote to `f` so far, read through a file of its own: the launcher
-    shares `f`'s offset, and a seek(0) here while it writes would put its next lines over
-    the first ones (a launcher note lost that way failed a test that counted them)."""
+def read_output(f):
+    """What the launcher wrote to `f` (its stdout or stderr) so far, read through a file of
+    its own: the launcher shares `f`'s offset, and a seek(0) here while it writes would put
+    its next lines over the first ones (a launcher note lost that way failed a test that
+    counted them)."""
     with open(f.name, "rb") as again:
         return again.read().decode("utf-8", "replace")
 
@@ -203,11 +204,11 @@ class Launch:
 
     @property
     def out(self):
-        return _read_new(self._out)
+        return read_output(self._out)
 
     @property
     def err(self):
-        return _read_new(self._err)
+        return read_output(self._err)
 
     def text(self):
         return f"--- stdout\n{self.out}\n--- stderr\n{self.err}"
