@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import KVStoreError
+from .errors import KVStoreError
 
 __all__ = ["BodyError", "Registration", "NodeTable", "NodeLost", "WorkerJoined", "Failover",
            "ServerEntry", "ReplicaOp",

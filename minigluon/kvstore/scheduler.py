@@ -77,7 +77,7 @@ from .messages import (BodyError, Failover, NodeLost, NodeTable, Registration,
                        ServerEntry, Text, WorkerJoined)
 from .postoffice import resolve
 from .rejoin import Rebuild
-from .replica import replica_of
+from .partition import replica_of
 from .statecopy import StateRelay
 from .throttle import LogThrottle
 from .van import Van

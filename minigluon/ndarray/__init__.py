@@ -108,3 +108,15 @@ for _name in """pad nanprod argmax_channel shape_array size_array softmin split_
 degrees radians arcsin arccos arcsinh arccosh arctanh rcbrt""".split():
     if _name in _OPS and _name not in NDArray.__dict__:
         setattr(NDArray, _name, _make_method(_OPS[_name], _name))
+
+
+def __getattr__(name):
+    # F.np / F.npx inside hybrid_forward (F is mx.nd while running), and MXNet's
+    # mx.nd.CachedOp, which compiles a Symbol and so lives in mx.sym: loaded on first use,
+    # as those packages import this one
+    if name in ("np", "npx", "CachedOp"):
+        from .. import numpy, numpy_extension, symbol
+        value = {"np": numpy, "npx": numpy_extension, "CachedOp": symbol.CachedOp}[name]
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

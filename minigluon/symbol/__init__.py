@@ -67,3 +67,15 @@ for _name in ("sum mean max min prod norm argmax argmin exp log sqrt square abs 
               "clip topk sort argsort flip zeros_like ones_like").split():
     if _name not in Symbol.__dict__:
         setattr(Symbol, _name, _make_method(_name))
+
+
+def __getattr__(name):
+    # F.np / F.npx while a HybridBlock is traced (F is mx.sym): loaded on first use, as
+    # minigluon.numpy imports this package
+    if name in ("np", "npx"):
+        from .. import numpy_extension
+        from ..numpy import symbol as np_symbol
+        value = np_symbol if name == "np" else numpy_extension
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
