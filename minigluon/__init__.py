@@ -47,15 +47,21 @@ _LAZY.update({attr: ("util", attr) for attr in (
     "is_np_array", "is_np_shape", "np_array", "np_shape", "set_np_shape", "use_np",
     "use_np_array", "use_np_shape")})
 
+# mx.nd.np, mx.nd.npx, mx.nd.CachedOp, mx.sym.np and mx.sym.npx are set by the module they
+# name when it loads (sym.np by numpy.symbol): the face loads these together
+_ARRAYS = ("ndarray", "symbol", "numpy", "numpy.symbol", "numpy_extension")
+
 
 def __getattr__(name):
     where = _LAZY.get(name)
     if where is None:
         raise AttributeError(f"module 'minigluon' has no attribute {name!r}")
-    if isinstance(where, str):
-        value = _importlib.import_module(f"{__name__}.{where}")
-    else:
-        value = getattr(_importlib.import_module(f"{__name__}.{where[0]}"), where[1])
+    module = where if isinstance(where, str) else where[0]
+    for other in _ARRAYS if module in _ARRAYS else ():
+        _importlib.import_module(f"{__name__}.{other}")
+    value = _importlib.import_module(f"{__name__}.{module}")
+    if not isinstance(where, str):
+        value = getattr(value, where[1])
     globals()[name] = value
     return value
 

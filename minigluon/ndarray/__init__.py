@@ -110,13 +110,15 @@ degrees radians arcsin arccos arcsinh arccosh arctanh rcbrt""".split():
         setattr(NDArray, _name, _make_method(_OPS[_name], _name))
 
 
+
 def __getattr__(name):
-    # F.np / F.npx inside hybrid_forward (F is mx.nd while running), and MXNet's
-    # mx.nd.CachedOp, which compiles a Symbol and so lives in mx.sym: loaded on first use,
-    # as those packages import this one
     if name in ("np", "npx", "CachedOp"):
-        from .. import numpy, numpy_extension, symbol
-        value = {"np": numpy, "npx": numpy_extension, "CachedOp": symbol.CachedOp}[name]
-        globals()[name] = value
-        return value
+        # the upper floors set these when they load (numpy, numpy_extension, symbol)
+        raise AttributeError(
+            f"mx.nd.{name} is set when minigluon.{_WIRED_BY[name]} is imported; use it "
+            f"through `import minigluon as mx` (mx.nd.{name} loads it), or import that "
+            "module first")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_WIRED_BY = {"np": "numpy", "npx": "numpy_extension", "CachedOp": "symbol"}

@@ -154,14 +154,38 @@ else:
     _modules_after(code)
 
 
-def test_nd_and_sym_reach_np_npx_and_cached_op_when_imported_alone():
+def test_nd_and_sym_get_np_npx_and_cached_op_from_the_modules_that_set_them():
     code = """
 import minigluon.ndarray as nd
 import minigluon.symbol as sym
+try:
+    nd.np
+except AttributeError as err:
+    assert "minigluon.numpy is imported" in str(err), err
+else:
+    raise AssertionError("nd.np before minigluon.numpy was imported")
 from minigluon import numpy as np_, numpy_extension as npx
 from minigluon.numpy import symbol as np_symbol
 from minigluon.symbol import CachedOp
 assert nd.np is np_ and nd.npx is npx and nd.CachedOp is CachedOp
 assert sym.np is np_symbol and sym.npx is npx
+"""
+    _modules_after(code)
+
+
+def test_a_hybrid_block_reaches_f_np_and_f_npx_with_only_gluon_imported():
+    code = """
+from minigluon.gluon import nn
+import minigluon.ndarray as nd
+
+class Block(nn.HybridBlock):
+    def hybrid_forward(self, F, x):
+        return F.npx.relu(F.np.abs(x.as_np_ndarray())).as_nd_ndarray()
+
+block = Block()
+x = nd.array([-1.0, 2.0])
+assert block(x).asnumpy().tolist() == [1.0, 2.0]
+block.hybridize()
+assert block(x).asnumpy().tolist() == [1.0, 2.0]
 """
     _modules_after(code)
