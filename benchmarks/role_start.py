@@ -71,9 +71,8 @@ def wait_idle(proc):
 
 
 def role_env(tree, role, port):
-    env = dict(os.environ, PYTHONPATH=tree, DMLC_ROLE=role, DMLC_PS_ROOT_URI="127.0.0.1",
-               DMLC_PS_ROOT_PORT=str(port), DMLC_NUM_SERVER="1", DMLC_NUM_WORKER="1")
-    return env
+    return dict(os.environ, PYTHONPATH=tree, DMLC_ROLE=role, DMLC_PS_ROOT_URI="127.0.0.1",
+                DMLC_PS_ROOT_PORT=str(port), DMLC_NUM_SERVER="1", DMLC_NUM_WORKER="1")
 
 
 def cpu_of_roles(tree):
@@ -92,11 +91,10 @@ def cpu_of_roles(tree):
             proc.wait(timeout=10)
 
 
-def modules_of(tree, code, role=None):
-    """The minigluon subpackages and numpy that `code` imports in a process with `role`."""
+def modules_of(tree, code):
+    """The minigluon subpackages, numpy and zmq that `python -c code` imports."""
     env = dict(os.environ, PYTHONPATH=tree)
-    if role:
-        env.update(DMLC_ROLE=role)
+    env.pop("DMLC_ROLE", None)
     out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env,
                          capture_output=True, text=True, timeout=DEADLINE_S)
     names = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()
