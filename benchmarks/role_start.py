@@ -3,13 +3,15 @@ checkouts side by side: what `import minigluon` costs the processes a job starts
 
     python benchmarks/role_start.py OLD_TREE NEW_TREE ROUNDS
 
-Roles: `python` (an empty interpreter), `worker` (`python -c "import minigluon"` without a
-role), `launcher` (`import minigluon.tools.launch`, what `minigluon-launch` loads before its
+Roles: `python` (an empty interpreter), `import` (`python -c "import minigluon"` without a
+role), `worker` (what a test job's worker script imports: mx, nd, gluon, autograd and the
+dist kvstore), `launcher` (`import minigluon.tools.launch`, what `minigluon-launch` loads before its
 first line runs), `scheduler` and `server` (`python -c "import minigluon"` with
 DMLC_ROLE set, as the launcher starts them). A scheduler or server never exits by itself
 while it waits for the rest of its job, so its CPU is read from /proc once it went idle
 (its CPU time unchanged over IDLE_S), and then it is stopped. Each round runs every role
-once per tree, the tree order alternating by round so that load drifts hit both alike.
+once per tree, the tree order alternating by round so that load drifts hit both alike, in
+the tree's directory (`python -c` puts the working directory first on sys.path).
 Prints ONE JSON line: per role, the median CPU seconds of old and new and the median of the
 per-round new/old ratios, and the role's modules ("numpy", "minigluon.gluon" ...) that new
 imported (a role's `-X importtime` list, for the roles that exit).
@@ -26,7 +28,10 @@ import time
 TICK = os.sysconf("SC_CLK_TCK")
 IDLE_S = 0.6          # a role whose CPU time did not move for this long waits for its peers
 DEADLINE_S = 60.0     # no role takes this long to get ready, even on a loaded machine
-ONE_SHOT = {"python": "pass", "worker": "import minigluon",
+# a worker of the tests' jobs: the names its script takes, and the dist store it creates
+WORKER = ("import minigluon as mx; from minigluon import nd, gluon, autograd; "
+          "import minigluon.kvstore.dist")
+ONE_SHOT = {"python": "pass", "import": "import minigluon", "worker": WORKER,
             "launcher": "import minigluon.tools.launch"}
 
 
@@ -40,7 +45,7 @@ def cpu_of_exited(tree, code):
     """CPU seconds (user + system) of `python -c code` run to its end with PYTHONPATH=tree."""
     env = dict(os.environ, PYTHONPATH=tree)
     env.pop("DMLC_ROLE", None)
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tree)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
@@ -82,7 +87,7 @@ def cpu_of_roles(tree):
     try:
         for role in ("scheduler", "server"):
             procs.append(subprocess.Popen([sys.executable, "-c", "import minigluon"],
-                                          env=role_env(tree, role, port)))
+                                          env=role_env(tree, role, port), cwd=tree))
         return {"scheduler": wait_idle(procs[0]), "server": wait_idle(procs[1])}
     finally:
         for proc in procs:
@@ -95,7 +100,7 @@ def modules_of(tree, code):
     """The minigluon subpackages, numpy and zmq that `python -c code` imports."""
     env = dict(os.environ, PYTHONPATH=tree)
     env.pop("DMLC_ROLE", None)
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env,
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env, cwd=tree,
                          capture_output=True, text=True, timeout=DEADLINE_S)
     names = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()
              if line.startswith("import time:")}

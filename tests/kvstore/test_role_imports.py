@@ -1,6 +1,6 @@
 """What the processes of a job import: a scheduler or server serves from the top of
 `import minigluon` and loads only its part of the kvstore (an optimizer when a worker sends
-one), the launcher loads no NumPy, and `import minigluon` still gives every name (each
+one), the launcher loads no NumPy (nor tqdm or a web server it does not use), and `import minigluon` still gives every name (each
 loaded on first use, with mx.nd.np / mx.nd.CachedOp / mx.sym.np wired as before).
 
 The job's processes write the modules they had loaded when they exited (an atexit hook put
@@ -125,9 +125,10 @@ def _modules_after(code):
 
 
 def test_the_launcher_imports_no_numpy():
+    # nor its progress bar's tqdm and its live page's web server, until a job asks for them
     modules = _modules_after("import minigluon.tools.launch")
-    assert loaded(modules, ("numpy", "zmq", "minigluon.ndarray", "minigluon.kvstore.dist")) \
-        == []
+    assert loaded(modules, ("numpy", "zmq", "tqdm", "http.server", "minigluon.ndarray",
+                            "minigluon.kvstore.dist")) == []
 
 
 def test_import_minigluon_gives_every_name_on_first_use():
