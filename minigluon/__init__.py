@@ -70,6 +70,10 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 
+# `from minigluon import *` takes every public name, as when the face imported them all
+__all__ = sorted({n for n in globals() if not n.startswith("_")} | set(_LAZY))
+
+
 # A scheduler or server serves here and exits, before anything heavy is imported: it loads
 # only its own part of the kvstore (NumPy and zmq for a server; an optimizer when a worker
 # sends one). __getattr__ is in place by now, so an optimizer's module that does

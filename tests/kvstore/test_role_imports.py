@@ -145,6 +145,9 @@ assert mx.use_np is mx.util.use_np and mx.MXNetError is mx.base.MXNetError
 assert mx.kv.create('teststore').__class__ is mx.kv.TestStore
 names = set(dir(mx))
 assert {'gluon', 'nd', 'np', 'kv', 'optimizer', 'io', 'mod', 'cpu'} <= names, names
+star = {}
+exec("from minigluon import *", star)
+assert star["nd"] is mx.nd and star["gluon"] is mx.gluon and star["cpu"] is mx.cpu
 try:
     mx.no_such_thing
 except AttributeError as err:
