@@ -110,7 +110,6 @@ degrees radians arcsin arccos arcsinh arccosh arctanh rcbrt""".split():
         setattr(NDArray, _name, _make_method(_OPS[_name], _name))
 
 
-
 def __getattr__(name):
     if name in ("np", "npx", "CachedOp"):
         # the upper floors set these when they load (numpy, numpy_extension, symbol)

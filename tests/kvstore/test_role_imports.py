@@ -1,7 +1,8 @@
 """What the processes of a job import: a scheduler or server serves from the top of
 `import minigluon` and loads only its part of the kvstore (an optimizer when a worker sends
-one), the launcher loads no NumPy (nor tqdm or a web server it does not use), and `import minigluon` still gives every name (each
-loaded on first use, with mx.nd.np / mx.nd.CachedOp / mx.sym.np wired as before).
+one), the launcher loads no NumPy (nor tqdm or a web server it does not use), and
+`import minigluon` still gives every name (each loaded on first use, with mx.nd.np /
+mx.nd.CachedOp / mx.sym.np set as before).
 
 The job's processes write the modules they had loaded when they exited (an atexit hook put
 before `import minigluon`), so a test sees what a real role imported over its whole life.
@@ -12,6 +13,8 @@ import subprocess
 import sys
 import textwrap
 import time
+
+import pytest
 
 from test_dist_cluster import Job, assert_gone, base_env, free_port
 
@@ -175,6 +178,18 @@ assert nd.np is np_ and nd.npx is npx and nd.CachedOp is CachedOp
 assert sym.np is np_symbol and sym.npx is npx
 """
     _modules_after(code)
+
+
+@pytest.mark.parametrize("first", ["symbol", "numpy", "numpy_extension", "numpy.symbol",
+                                   "ndarray", "gluon", "module", "optimizer"])
+def test_np_npx_and_cached_op_are_set_whichever_module_loads_first(first):
+    _modules_after(f"""
+import minigluon.{first}
+import minigluon as mx
+import minigluon.numpy.symbol as np_symbol
+assert mx.nd.np is mx.np and mx.nd.npx is mx.npx and mx.nd.CachedOp is mx.sym.CachedOp
+assert mx.sym.np is np_symbol and mx.sym.npx is mx.npx
+""")
 
 
 def test_a_hybrid_block_reaches_f_np_and_f_npx_with_only_gluon_imported():
