@@ -65,7 +65,6 @@ import bisect
 import errno
 import os
 import time
-from dataclasses import replace
 
 import zmq
 
@@ -516,7 +515,7 @@ class Scheduler:
             self._rebuilt()
 
     def _take_back(self, identity, info):
-        node = self._nodes[identity] = _Node(identity, None, replace(info, rejoin=None))
+        node = self._nodes[identity] = _Node(identity, None, info.replace(rejoin=None))
         node.rank, node.steps = info.rejoin["rank"], info.rejoin["steps"]
         node.barriers = info.rejoin["barriers"]
         self._barriers_done = max(self._barriers_done, node.barriers)
