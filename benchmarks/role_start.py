@@ -46,7 +46,15 @@ def cpu_of_exited(tree, code):
     env = dict(os.environ, PYTHONPATH=tree)
     env.pop("DMLC_ROLE", None)
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tree)
-    _, status, usage = os.wait4(proc.pid, 0)
+    deadline = time.monotonic() + DEADLINE_S
+    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    while pid == 0:
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            sys.exit(f"python -c {code!r} with PYTHONPATH={tree} ran past {DEADLINE_S} s")
+        time.sleep(0.01)
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         sys.exit(f"python -c {code!r} with PYTHONPATH={tree} failed: {proc.returncode}")
