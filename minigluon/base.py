@@ -3,8 +3,9 @@
 `MXNetError` is the base class and a RuntimeError, as in MXNet 1.x, so code that catches
 either keeps working. Each subclass also derives from the Python error it resembles, so `except ValueError`
 catches a bad shape too.
+
+This module and config.py import no NumPy: a scheduler process loads them and nothing heavy.
 """
-import numpy
 
 
 class MXNetError(RuntimeError):
@@ -34,7 +35,14 @@ class UnknownNameError(MXNetError, ValueError):
 # MXNet's names for the Python types its API checks arguments against
 integer_types = (int,)
 string_types = (str,)
-mx_real_t = numpy.float32    # MXNet's default element type
+
+
+def __getattr__(name):
+    # mx_real_t, MXNet's default element type (numpy.float32), loads NumPy only when asked
+    if name == "mx_real_t":
+        import numpy
+        return numpy.float32
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def py_str(value):

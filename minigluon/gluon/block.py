@@ -17,9 +17,11 @@ import numpy as np
 from .. import autograd, initializer
 from .. import ndarray as nd
 from .. import symbol as sym
+from .. import numpy_extension  # noqa: F401  (F.npx in hybrid_forward: it sets nd.npx, sym.npx)
 from ..base import MXNetError
 from ..name import Prefix
 from ..ndarray.ndarray import NDArray
+from ..numpy import symbol as _np_symbol  # noqa: F401  (F.np while tracing: it sets sym.np)
 from ..numpy.methods import NumpyMethods
 from ..symbol.cached_op import CachedOp, parse_flags
 from ..symbol.op_hook import OpHook

@@ -10,17 +10,34 @@
 each name means is one entry of modes.MODES. A store registered with
 `KVStoreBase.register` (interface.py; 'teststore' is one) is created by its class name.
 """
-from .base import KVStore, KVStoreError  # noqa: F401
-from .dist import KVStoreDist, current_resume  # noqa: F401
-from .interface import KVStoreBase
-from .liveness import PeerLostError  # noqa: F401
-from .local import KVStoreDevice, KVStoreLocal  # noqa: F401
-from .modes import MODES
-from .steps import ResumeState
-from . import role  # noqa: F401  (import minigluon runs role.maybe_run_role())
-from .teststore import TestStore  # noqa: F401  (registers 'teststore')
-from .van import JobAbortedError, TimeoutError  # noqa: F401,A004
-from .wire import WireError  # noqa: F401
+import importlib as _importlib
+
+from .errors import KVStoreError
+
+# The stores load on first use: a scheduler or server process imports this package for
+# role.py and its own modules only, without the stores' NDArrays and optimizers.
+# name -> the module of this package that defines it
+_LAZY = {
+    "KVStore": "base", "KVStoreDist": "dist", "current_resume": "dist",
+    "KVStoreBase": "interface", "PeerLostError": "liveness", "KVStoreDevice": "local",
+    "KVStoreLocal": "local", "MODES": "modes", "ResumeState": "steps",
+    "TestStore": "teststore", "JobAbortedError": "van", "TimeoutError": "van",
+    "WireError": "wire",
+}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = ["create", "KVStore", "KVStoreBase", "KVStoreLocal", "KVStoreDevice", "KVStoreDist",
            "TestStore", "KVStoreError", "TimeoutError", "JobAbortedError", "PeerLostError", "WireError",
@@ -37,6 +54,9 @@ def create(name="local"):
     >>> kv.type
     'local'
     """
+    from .interface import KVStoreBase
+    from .modes import MODES
+    from . import teststore  # noqa: F401  (registers 'teststore')
     if not isinstance(name, str):
         raise KVStoreError(f"the kvstore name must be a str such as 'local' or 'device', "
                            f"got {name!r}")
@@ -59,10 +79,13 @@ def resume_state():
     >>> mx.kv.resume_state().step
     0
     """
+    from .dist import current_resume
     return current_resume()
 
 
 def _store_class(mode):
     if mode.distributed:
+        from .dist import KVStoreDist
         return KVStoreDist
+    from .local import KVStoreDevice, KVStoreLocal
     return KVStoreDevice if mode.on_device else KVStoreLocal

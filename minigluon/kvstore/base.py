@@ -17,16 +17,13 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..base import MXNetError, ShapeError, DTypeError
+from ..base import ShapeError, DTypeError
+from .errors import KVStoreError
 from ..ndarray import NDArray
 from .interface import KVStoreBase
 from .steps import ResumeState
 
 __all__ = ["KVStore", "KVStoreError", "group_key_values", "check_compression_params"]
-
-
-class KVStoreError(MXNetError, ValueError):
-    """A kvstore used the wrong way: an unknown or uninitialized key, a bad value..."""
 
 
 class KVStore(KVStoreBase):

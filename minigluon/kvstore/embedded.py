@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 from .. import config
-from .base import KVStoreError
+from .errors import KVStoreError
 
 __all__ = ["EmbeddedCluster"]
 

@@ -36,9 +36,8 @@ import time
 
 import numpy as np
 
-from ..optimizer import get_updater
 from . import safe_pickle
-from .base import KVStoreError
+from .errors import KVStoreError
 from .messages import BodyError, ReplicaOp, ServerEntry
 from .postoffice import server_address
 from .wire import Cmd, Message
@@ -221,6 +220,7 @@ class Handback:
         """A store's optimizer with its states, for `owner`'s range."""
         blob = bytes(_frame(msg.payload[1]))
         dumped = safe_pickle.loads(blob, may_import=self.van.auth is not None)
+        from ..optimizer import get_updater  # a server loads the optimizers when a worker sends one
         updater = get_updater(dumped["optimizer"])
         updater.set_states(blob)
         self.replication.updaters[(owner, msg.store)] = updater

@@ -38,11 +38,11 @@ b'{"lost": {"role": "worker", "rank": 1}, "reason": "it sent no heartbeat", "wor
 """
 import json
 import struct
-from dataclasses import dataclass
+from .record import record
 
 import numpy as np
 
-from .base import KVStoreError
+from .errors import KVStoreError
 
 __all__ = ["BodyError", "Registration", "NodeTable", "NodeLost", "WorkerJoined", "Failover",
            "ServerEntry", "ReplicaOp",
@@ -117,7 +117,7 @@ def _check_node(label, node):
 REJOIN_FIELDS = ("identity", "rank", "steps", "barriers")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Registration:
     """REGISTER: who a node is and where its peers find it. `tcp`/`ipc`: a server's
     endpoints; `sync`: whether a worker's store is dist_sync. `pid` and `rank_hint`
@@ -186,7 +186,7 @@ class Registration:
         return {k: rejoin[k] for k in REJOIN_FIELDS}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NodeTable:
     """The scheduler's BYTES reply to REGISTER: the node's rank, the job's size, every
     server's {rank, tcp, ipc, hostid}, the job token, and for servers the workers'
@@ -265,7 +265,7 @@ def _hex_token(label, text):
     return token
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NodeLost:
     """NODE_LOST: the scheduler dropped a worker of a dist_async job; `lost` names it as
     liveness.describe() does, `workers_left` counts the workers still up."""
@@ -287,7 +287,7 @@ class NodeLost:
                    _take(cls.LABEL, news, "workers_left", (int,)))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WorkerJoined:
     """WORKER_JOINED: a replacement process took over worker `rank` (its `restarts`-th);
     servers serve `identity` as that rank from now on, and no longer the lost process."""
@@ -309,7 +309,7 @@ class WorkerJoined:
                    _take(cls.LABEL, news, "restarts", (int,)))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Failover:
     """FAILOVER: server `lost` is gone and server `to`, which holds the copy of its key
     range (MINIGLUON_PS_REPLICAS=1), serves that range from now on."""
@@ -332,7 +332,7 @@ class Failover:
         return cls(lost, to, _take(cls.LABEL, news, "reason", (str,)))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ServerEntry:
     """SERVER_JOINED (to the servers) and SERVER_BACK (to the workers): server `rank`'s
     replacement listens at `tcp` (and `ipc` on its host `hostid`); SERVER_JOINED: it is
@@ -363,7 +363,7 @@ class ServerEntry:
         return {"rank": self.rank, "tcp": self.tcp, "ipc": self.ipc, "hostid": self.hostid}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReplicaOp:
     """The first frame of a REPLICATE: which change of its range a server copies to its
     replica. `op`: 'init' (a key's first value), 'round' (a dist_sync round's merged
@@ -428,7 +428,7 @@ class ReplicaOp:
                 "row_sparse": _take(cls.LABEL, info, "row_sparse", (bool,))}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ResumePoint:
     """BYTES reply to RESUME: of the `keys` key slices a server holds, the fewest (`low`)
     and most (`high`) pushes it took from the asking worker's rank (0 and 0 when it holds
@@ -453,7 +453,7 @@ class ResumePoint:
         return cls(keys, low, high)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StateAsk:
     """STATE_ASK: the scheduler asks a surviving worker for its training state after
     `step` steps of store `store`, for the replacement of worker `rank`; the answer
@@ -480,7 +480,7 @@ class StateAsk:
         return cls(ticket, store, step, _rank(cls.LABEL, ask))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Abort:
     """ABORT: why the scheduler ended the job, and the node that was lost (a dict as
     liveness.describe() takes it) or None."""
@@ -505,7 +505,7 @@ class Abort:
         return cls(reason, lost if isinstance(lost, dict) else None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LearningRate:
     """SET_LR: the store optimizer's new learning rate."""
     lr: float
@@ -527,7 +527,7 @@ class LearningRate:
         return cls(_FLOAT64.unpack(body)[0])
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Sealed:
     """The job token, then a blob only the job's workers may send."""
     token: bytes
@@ -554,7 +554,7 @@ class StatesBlob(_Sealed):
     LABEL = "SET_STATES"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SegmentName:
     """SHM_PROBE, and a PUSH or PULL in shared memory: the segment's name (shm.py checks
     the name when it attaches; wire.py bounds its length)."""
@@ -570,7 +570,7 @@ class SegmentName:
         return cls(bytes(body).decode("ascii", errors="replace"))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProbeToken:
     """The BYTES reply to SHM_PROBE: the 16 bytes the server read from the segment."""
     token: bytes
@@ -587,7 +587,7 @@ class ProbeToken:
         return cls(bytes(body))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record
 class RowIds:
     """The first frame of a ROW_SPARSE PUSH or PULL: the ids of the rows it carries or
     asks for, relative to the first row of the message's slice, as little-endian int64,
@@ -621,7 +621,7 @@ class RowIds:
         return hash(self.encode())
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BucketEntry:
     """One key of a bucket: what the header of a one-key PUSH, PULL or VALUE says of it
     (`code`: the wire dtype code, checked by wire.py, which knows the codes)."""
@@ -633,7 +633,7 @@ class BucketEntry:
     length: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BucketTable:
     """The first frame of a PUSH_MANY, PULL_MANY or VALUES: the keys of the bucket, in
     the order of the array frames that follow (PUSH_MANY, VALUES). Per key, little-endian:
@@ -689,7 +689,7 @@ class BucketTable:
         return BucketEntry(key, code, tuple(shape), version, offset, length), at + 8 * ndim
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Text:
     """ERROR: what went wrong, as text (undecodable bytes are replaced, never refused)."""
     text: str

@@ -16,7 +16,7 @@ owns a row range and takes the rows of a push that fall in it.
 """
 import zlib
 
-__all__ = ["plan", "server_of"]
+__all__ = ["plan", "replica_of", "server_of"]
 
 
 def server_of(key, num_servers):
@@ -37,3 +37,8 @@ def plan(key, size, num_servers, bound, row=1):
     cuts = [rows * i // num_servers * row for i in range(num_servers + 1)]
     return tuple((i, cuts[i], cuts[i + 1] - cuts[i]) for i in range(num_servers)
                  if cuts[i + 1] > cuts[i])
+
+
+def replica_of(rank, num_servers):
+    """The server that holds the copy of server `rank`'s range (replica.py)."""
+    return (rank + 1) % num_servers

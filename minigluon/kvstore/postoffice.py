@@ -23,7 +23,6 @@ import socket
 import struct
 import uuid
 from collections import namedtuple
-from dataclasses import replace
 
 from .. import config
 from ..config import ConfigError
@@ -300,7 +299,7 @@ class PostOffice:
             return None
         rejoin = {"identity": self.identity, "rank": self.rank, "steps": self.clock.count,
                   "barriers": self.barriers}
-        return replace(self._info, rejoin=rejoin).encode()
+        return self._info.replace(rejoin=rejoin).encode()
 
     def orphaned(self, reason):
         """The scheduler is gone (`reason`, the heartbeat thread's verdict) and nobody asked

@@ -32,11 +32,10 @@ import math
 import numpy as np
 
 from .. import config
-from ..optimizer import get_updater
 from . import safe_pickle
-from .base import KVStoreError
+from .errors import KVStoreError
 from .messages import Failover, ReplicaOp, RowIds
-from .partition import plan
+from .partition import plan, replica_of
 from .postoffice import server_address
 from .server_rows import Rows, init_rows, read_rows
 from .wire import Cmd, Flag, Message
@@ -44,11 +43,6 @@ from .wire import Cmd, Flag, Message
 __all__ = ["Replication", "replica_of", "snapshot"]
 
 _PEER = "replica"               # the van's name for this server's replica
-
-
-def replica_of(rank, num_servers):
-    """The server that holds the copy of server `rank`'s range."""
-    return (rank + 1) % num_servers
 
 
 class Replication:
@@ -221,6 +215,7 @@ class Replication:
     def _take_optimizer(self, owner, msg, head):
         optimizer = safe_pickle.loads(_frame(msg.payload[1]), may_import=self.van.auth
                                       is not None)
+        from ..optimizer import get_updater  # a server loads the optimizers when a worker sends one
         self.updaters[(owner, msg.store)] = get_updater(optimizer)
 
     def _take_states(self, owner, msg, head):
@@ -278,6 +273,7 @@ class Replication:
 
     def set_optimizer(self, owner, store, optimizer):
         """A re-routed set_optimizer of a lost server: kept if the copy has one already."""
+        from ..optimizer import get_updater  # a server loads the optimizers when a worker sends one
         self.updaters.setdefault((owner, store), get_updater(optimizer))
 
     def owner_of(self, msg):

@@ -1,8 +1,11 @@
 """Run this process as a scheduler or server when DMLC_ROLE says so.
 
-`import minigluon` calls `maybe_run_role()` last. As in MXNet, a process started with
-DMLC_ROLE=server or DMLC_ROLE=scheduler serves the job right there and exits when the job
-ends, so the training script after the import never runs in it:
+`import minigluon` calls `maybe_run_role()` last, after only the environment settings (the
+rest of the package loads on first use): a scheduler never loads the stores, NDArrays or
+gluon, and a server loads NDArrays and optimizers only when a worker sends one. As in
+MXNet, a process started with DMLC_ROLE=server or DMLC_ROLE=scheduler serves the job right
+there and exits when the job ends, so the training script after the import never runs in
+it:
 
     DMLC_ROLE=server DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=9092 \\
         DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=2 python train.py      # serves, then exits 0

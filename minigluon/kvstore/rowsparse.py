@@ -15,6 +15,7 @@ import numpy as np
 from ..ndarray import NDArray
 from ..ndarray.sparse import RowSparseNDArray, add_n, row_sparse_array
 from .base import KVStoreError, group_key_values
+from .server_rows import unique_ids  # noqa: F401  (shared with the servers)
 
 __all__ = ["group_row_sparse_pull", "row_ids_of", "unique_ids", "sum_values", "gather_rows",
            "is_row_sparse", "check_row_sparse_outs", "as_row_sparse"]
@@ -92,19 +93,6 @@ def row_ids_of(key, row_ids, num_rows, where="row_sparse_pull"):
         raise KVStoreError(f"{where} of key {key!r}: row ids {bad} are out of range for a "
                            f"value of {num_rows} rows; ids must be in [0, {num_rows})")
     return unique_ids(ids)
-
-
-def unique_ids(ids):
-    """The sorted unique values of an int64 array. Row ids mostly come sorted already, and
-    NumPy's hash-based np.unique takes milliseconds for 10,000 of them; a sort (skipped when
-    they are sorted) and one comparison take tens of microseconds."""
-    if ids.size > 1 and not bool((ids[1:] > ids[:-1]).all()):
-        ids = np.sort(ids)
-        keep = np.empty(ids.size, bool)
-        keep[0] = True
-        np.not_equal(ids[1:], ids[:-1], out=keep[1:])
-        ids = ids[keep]
-    return ids
 
 
 def sum_values(values, ctx):

@@ -36,6 +36,8 @@ _BUILTINS = {("builtins", "set"), ("builtins", "frozenset"), ("builtins", "compl
 
 
 def _allowed_classes():
+    # importing the packages loads every built-in optimizer and scheduler: a server loads
+    # them with the first optimizer a worker sends (role.py starts it without them)
     from ..lr_scheduler import LRScheduler
     from ..optimizer import Optimizer
     from ..optimizer.updater import STATE_CLASSES
@@ -46,6 +48,7 @@ class _Restricted(pickle.Unpickler):
     def __init__(self, file, may_import):
         super().__init__(file)
         self.may_import = may_import
+        self.allowed = _allowed_classes()
 
     def find_class(self, module, name):
         if (module, name) in _NUMPY or (module, name) in _BUILTINS:
@@ -56,7 +59,7 @@ class _Restricted(pickle.Unpickler):
             except ImportError:
                 pass
         obj = getattr(sys.modules[module], name, None) if module in sys.modules else None
-        if isinstance(obj, type) and issubclass(obj, _allowed_classes()):
+        if isinstance(obj, type) and issubclass(obj, self.allowed):
             return obj
         where = "" if self.may_import else (" (a custom optimizer's module is imported "
                                             "only in a job with MINIGLUON_PS_SECRET)")

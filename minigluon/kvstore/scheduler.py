@@ -65,7 +65,6 @@ import bisect
 import errno
 import os
 import time
-from dataclasses import replace
 
 import zmq
 
@@ -77,7 +76,7 @@ from .messages import (BodyError, Failover, NodeLost, NodeTable, Registration,
                        ServerEntry, Text, WorkerJoined)
 from .postoffice import resolve
 from .rejoin import Rebuild
-from .replica import replica_of
+from .partition import replica_of
 from .statecopy import StateRelay
 from .throttle import LogThrottle
 from .van import Van
@@ -516,7 +515,7 @@ class Scheduler:
             self._rebuilt()
 
     def _take_back(self, identity, info):
-        node = self._nodes[identity] = _Node(identity, None, replace(info, rejoin=None))
+        node = self._nodes[identity] = _Node(identity, None, info.replace(rejoin=None))
         node.rank, node.steps = info.rejoin["rank"], info.rejoin["steps"]
         node.barriers = info.rejoin["barriers"]
         self._barriers_done = max(self._barriers_done, node.barriers)

@@ -56,11 +56,8 @@ import numpy as np
 import minigluon_ext as ext
 
 from .. import config
-from ..context import cpu
-from ..ndarray import NDArray
-from ..optimizer import OptimizerError, get_updater
 from .. import telemetry
-from .base import KVStoreError
+from .errors import KVStoreError
 from .liveness import describe
 from .messages import (TOKEN_BYTES, BodyError, LearningRate, NodeLost, OptimizerBlob,
                        ProbeToken, ResumePoint, SegmentName, StatesBlob, Text, WorkerJoined)
@@ -713,6 +710,8 @@ class KVServer:
             state.value, state.trackers = merged, []
             return
         state.make_writable()
+        from ..context import cpu           # here: a server without an optimizer never
+        from ..ndarray import NDArray       # loads the NDArrays
         updater(state.key, NDArray(merged, cpu()), NDArray(state.value, cpu()))
         if merged is not state.value and merged.base is None and merged.flags.writeable:
             state.spare = merged
@@ -850,6 +849,7 @@ class KVServer:
             self.replication.set_optimizer(owner, msg.store, optimizer)
             self._ack(identity, msg)
             return
+        from ..optimizer import get_updater  # a server loads the optimizers when a worker sends one
         self.updaters[msg.store] = get_updater(optimizer)
         self.van.log.info("optimizer of store %d set: %s", msg.store, type(optimizer).__name__)
         self._copied("optimizer", msg, identity, blob=body.blob)
@@ -877,6 +877,7 @@ class KVServer:
         except BodyError as err:
             raise _Refused(f"set_learning_rate: {err}") from None
         optimizer = self._require_updater(msg, "set_learning_rate").optimizer
+        from ..optimizer import OptimizerError
         try:
             optimizer.set_learning_rate(lr)
         except OptimizerError as err:

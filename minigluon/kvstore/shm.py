@@ -18,7 +18,7 @@ import uuid
 import numpy as np
 
 from .. import config
-from .base import KVStoreError
+from .errors import KVStoreError
 
 __all__ = ["Segment", "available", "valid_name"]
 

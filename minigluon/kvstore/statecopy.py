@@ -28,7 +28,7 @@ survivor; the replacement's own wait ends at MINIGLUON_KVSTORE_TIMEOUT.
 """
 import time
 
-from .base import KVStoreError
+from .errors import KVStoreError
 from .messages import BodyError, StateAsk, Text
 from .wire import Cmd, Message
 

@@ -31,7 +31,7 @@ import zmq
 
 from .. import config
 from .auth import Auth, ZERO_NONCE
-from .base import KVStoreError
+from .errors import KVStoreError
 from .throttle import LogThrottle
 from .resender import DuplicateFilter, Resender
 from .wire import Cmd, Flag, Message, WireError, header_flags

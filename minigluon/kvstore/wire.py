@@ -42,7 +42,7 @@ import struct
 
 import numpy as np
 
-from .base import KVStoreError
+from .errors import KVStoreError
 from .messages import BodyError, BucketEntry, BucketTable, RowIds, SegmentName, Text
 
 __all__ = ["Cmd", "Flag", "Message", "WireError", "flag_names", "header_flags", "payload_kind",

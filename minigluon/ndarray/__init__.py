@@ -108,3 +108,16 @@ for _name in """pad nanprod argmax_channel shape_array size_array softmin split_
 degrees radians arcsin arccos arcsinh arccosh arctanh rcbrt""".split():
     if _name in _OPS and _name not in NDArray.__dict__:
         setattr(NDArray, _name, _make_method(_OPS[_name], _name))
+
+
+def __getattr__(name):
+    if name in ("np", "npx", "CachedOp"):
+        # the upper floors set these when they load (numpy, numpy_extension, symbol)
+        raise AttributeError(
+            f"mx.nd.{name} is set when minigluon.{_WIRED_BY[name]} is imported; use it "
+            f"through `import minigluon as mx` (mx.nd.{name} loads it), or import that "
+            "module first")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_WIRED_BY = {"np": "numpy", "npx": "numpy_extension", "CachedOp": "symbol"}

@@ -11,6 +11,8 @@ for what is covered and what differs from NumPy.
 >>> float(x.sum()), (x > 2).dtype
 (15.0, dtype('bool'))
 """
+import sys as _sys
+
 import numpy as _onp
 
 from . import random  # noqa: F401
@@ -38,6 +40,10 @@ __all__ = sorted(["ndarray", "array", "zeros", "ones", "full", "empty", "arange"
                   "var", "cumsum", "sort", "argsort", "reshape", "ravel", "transpose",
                   "swapaxes", "expand_dims", "squeeze", "concatenate", "stack", "split",
                   "tile", "repeat", "flip", "random"] + _elemwise_names)
+
+# F.np inside hybrid_forward while F is mx.nd (numpy/symbol.py sets mx.sym.np, for tracing)
+from .. import ndarray as _ndarray  # noqa: E402
+_ndarray.np = _sys.modules[__name__]
 
 
 def __getattr__(name):

@@ -5,6 +5,9 @@ A HybridBlock called on mx.np arrays is traced with these symbols, so `x + y`, `
 take arrays are mx.np's own (they add graph nodes when given symbols); the creation
 functions below make graph constants instead of arrays.
 """
+import sys as _sys
+
+from .. import symbol as _symbol
 from ..ndarray.registry import OPS
 from ..symbol.symbol import Symbol, apply_op, set_np_class
 from .dispatch import call
@@ -31,6 +34,7 @@ class _Symbol(NumpyMethods, Symbol):
 
 
 set_np_class(_Symbol)   # what Symbol.as_np_ndarray() returns
+_symbol.np = _sys.modules[__name__]     # F.np while tracing: F is mx.sym
 
 
 def _constant(op_name, **attrs):

@@ -5,6 +5,9 @@ Like mx.np's functions, the operators run the registered ops eagerly on arrays a
 graph nodes on symbols, so `F.npx.relu(x)` works in a HybridBlock before and after
 hybridize().
 """
+import sys as _sys
+
+from .. import ndarray as _ndarray, symbol as _symbol
 from ..context import cpu, current_context, gpu, num_gpus  # noqa: F401
 from ..numpy.mode import is_np_array, is_np_shape, reset_np, set_np  # noqa: F401
 from .ops import (activation, batch_norm, convolution, dropout, embedding,  # noqa: F401
@@ -15,6 +18,9 @@ __all__ = ["set_np", "reset_np", "is_np_array", "is_np_shape", "relu", "sigmoid"
            "log_softmax", "activation", "batch_norm", "layer_norm", "convolution", "pooling",
            "fully_connected", "embedding", "dropout", "one_hot", "pick", "topk", "seed",
            "cpu", "gpu", "num_gpus", "current_context"]
+
+# F.npx inside hybrid_forward, with F mx.nd or mx.sym
+_ndarray.npx = _symbol.npx = _sys.modules[__name__]
 
 
 def __getattr__(name):

@@ -5,12 +5,13 @@ This is what `F` is inside `HybridBlock.hybrid_forward` while a block is being t
 """
 import sys as _sys
 
+from .. import ndarray as _ndarray
 from ..ndarray import ops_creation as _ops_creation  # noqa: F401  (registers _zeros, ...)
 from ..ndarray.registry import OPS as _OPS
 from . import image  # noqa: F401  (mx.sym.image)
 from . import sparse  # noqa: F401  (mx.sym.sparse)
 from .symbol import Group, Symbol, Variable, apply_op as _apply_op, load, load_json, var  # noqa: F401
-from .cached_op import CachedOp  # noqa: F401  (mx.nd.CachedOp, set by the package face)
+from .cached_op import CachedOp  # noqa: F401  (also mx.nd.CachedOp, set below)
 from .. import autograd as _autograd
 from .tape import symbol_of as _symbol_of
 
@@ -67,3 +68,17 @@ for _name in ("sum mean max min prod norm argmax argmin exp log sqrt square abs 
               "clip topk sort argsort flip zeros_like ones_like").split():
     if _name not in Symbol.__dict__:
         setattr(Symbol, _name, _make_method(_name))
+
+
+# MXNet's mx.nd.CachedOp: it compiles a Symbol, so it lives here and is lent to mx.nd
+_ndarray.CachedOp = CachedOp
+
+
+def __getattr__(name):
+    if name in ("np", "npx"):
+        # minigluon.numpy and numpy_extension set these when they load
+        module = "numpy" if name == "np" else "numpy_extension"
+        raise AttributeError(
+            f"mx.sym.{name} is set when minigluon.{module} is imported; use it through "
+            f"`import minigluon as mx` (mx.sym.{name} loads it), or import that module first")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,42 +23,17 @@ import ipaddress
 import json
 import math
 import os
-import re
 import socket
 import threading
 import urllib.parse
 
 from . import LaunchError
+from .dashboard_address import DEFAULT_HOST, looks_like_address, parse_address  # noqa: F401
 
-DEFAULT_HOST = "127.0.0.1"
 STOP_TIMEOUT = 5.0  # seconds close() waits for the serving thread; it polls every 0.2 s
 REQUEST_TIMEOUT = 10.0  # a client that sends nothing for this long is dropped
 _TOKEN_LABEL = b"minigluon-dashboard"
 _PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dashboard_page.html")
-_ADDRESS = re.compile(r"(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\[\]]+)):(?P<port>\d+)|(?P<only>\d+)")
-
-
-def looks_like_address(text):
-    """Whether `text` has the form of --dashboard's [HOST:]PORT (PORT, HOST:PORT, [V6]:PORT)."""
-    return _ADDRESS.fullmatch(text) is not None
-
-
-def parse_address(text):
-    """(host, port) from '[HOST:]PORT'; the host defaults to 127.0.0.1.
-
-    >>> parse_address("8080"), parse_address("0.0.0.0:0"), parse_address("[::1]:9000")
-    (('127.0.0.1', 8080), ('0.0.0.0', 0), ('::1', 9000))
-    """
-    match = _ADDRESS.fullmatch(text)
-    if match is None:
-        raise LaunchError(f"--dashboard {text!r}: expected [HOST:]PORT, e.g. 8080, "
-                          "127.0.0.1:8080 or 0.0.0.0:0 (0: a free port)")
-    port = int(match["only"] or match["port"])
-    if port > 65535:
-        raise LaunchError(f"--dashboard {text!r}: the port must be from 0 to 65535, got {port}")
-    return match["v6"] or match["host"] or DEFAULT_HOST, port
-
-
 def token_for(secret):
     """The page's token for a job whose secret is `secret` (str or bytes)."""
     key = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)

@@ -26,7 +26,6 @@ All methods are thread-safe.
 """
 import collections
 import re
-import statistics
 import threading
 import time
 
@@ -296,6 +295,7 @@ class JobState:
         times = [w.step_time_s for w in self._running() if w.step_time_s]
         if len(times) < 2:
             return set()
+        import statistics   # here: its fractions and decimal cost every launcher's start
         typical = statistics.median(times)
         return {w.rank for w in self._running()
                 if w.step_time_s and w.step_time_s > SLOW_RATIO * typical}

@@ -24,7 +24,7 @@ import sys
 from .. import config
 from ..config import ConfigError
 from . import LaunchError, launchers
-from .dashboard import DEFAULT_HOST, Dashboard, looks_like_address, parse_address
+from .dashboard_address import DEFAULT_HOST, looks_like_address, parse_address
 from .hosts import read_hostfile
 from .job import Job
 from .jobstate import JobState
@@ -243,6 +243,7 @@ def _dashboard(address, snapshot, secret):
     --dashboard is not given); its address is printed, with the token where one is needed."""
     if address is None:
         return contextlib.nullcontext()
+    from .dashboard import Dashboard      # here: its web server loads only for --dashboard
     host, port = parse_address(address)
     board = Dashboard(snapshot, host, port, secret=secret)
     sys.stderr.write(f"{PROG}: live page at {board.url}\n")

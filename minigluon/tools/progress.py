@@ -13,8 +13,6 @@ import os
 import sys
 import time
 
-from tqdm import tqdm
-
 __all__ = ["JobBar", "wanted", "describe"]
 
 DEFAULT_WIDTH = 100     # columns, when the terminal does not say
@@ -47,6 +45,7 @@ def describe(progress):
     if progress["samples_per_s"] is not None:
         parts.append(f"{progress['samples_per_s']:.0f} samples/s")
     if progress["eta_s"] is not None:
+        from tqdm import tqdm
         parts.append(f"ETA {tqdm.format_interval(progress['eta_s'])}")
     if progress["slowest_worker"] is not None:
         step_time = progress.get("slowest_step_time_s")
@@ -68,6 +67,7 @@ class JobBar:
         self._shown, self._drawn = None, clock()
         stream = stream or sys.stderr
         sized = _width(stream) > 0     # a terminal that never had its size set says 0
+        from tqdm import tqdm   # here: a launcher writing to a file or pipe draws no bar
         # tqdm takes a size of 0 x 0 literally and hides its bar: assume one instead
         self._bar = tqdm(total=None, file=stream, bar_format=_NO_TOTAL, dynamic_ncols=sized,
                          ncols=None if sized else DEFAULT_WIDTH, nrows=None if sized else 24,
