@@ -16,8 +16,7 @@ import minigluon_ext as ext
 from .. import autograd
 from ..threads import compute_threads
 from .conv_depthwise import HostDepthwise
-from .long_product import long_product, stacked_product
-from .one_blas_thread import one_blas_thread
+from .long_product import long_product, short_sum_product, stacked_product
 
 __all__ = ["on_host", "HostConv", "HostWinograd", "host_conv", "host_max_pool"]
 
@@ -225,16 +224,14 @@ class HostWinograd(HostConv):
         """U (P, F, C): U[(M+2)i + j, f, c] = (G w[f, c] G^T)[i, j], as one matmul."""
         f, c = w.shape[:2]
         w2 = np.ascontiguousarray(w).reshape(f * c, 9)
-        # a 9-long sum: split over two BLAS threads it took 16x its one-thread time
-        with one_blas_thread():
-            return (_WINOGRAD_GG[self.tile].astype(w.dtype) @ w2.T).reshape(-1, f, c)
+        # a 9-long sum: OpenBLAS's own split took 16x its one-thread time
+        return short_sum_product(_WINOGRAD_GG[self.tile].astype(w.dtype), w2.T).reshape(-1, f, c)
 
     def _transform_grad(self, du):
         """The gradient for w of sum(du * U(w)): G^T du[f, c] G, (F, C, 3, 3)."""
         p, f, c = du.shape
         gg = _WINOGRAD_GG[self.tile].astype(du.dtype)
-        with one_blas_thread():
-            return (du.reshape(p, f * c).T @ gg).reshape(f, c, 3, 3)
+        return short_sum_product(du.reshape(p, f * c).T, gg).reshape(f, c, 3, 3)
 
 
 def host_conv(win, groups, channels, dtype):
