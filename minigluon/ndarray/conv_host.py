@@ -22,9 +22,12 @@ __all__ = ["on_host", "HostConv", "HostWinograd", "host_conv", "host_max_pool"]
 
 # host arrays use the C kernels (tests turn this off to compare with the NumPy path)
 _HOST_KERNELS = True
-# host convolutions build the columns of this many bytes at a time, so they are still in
-# cache when the matmul reads them
-_CHUNK_BYTES = 4 << 20
+# host convolutions build the columns (or Winograd tiles) of this many bytes at a time.
+# Fewer, bigger chunks won on two threads of a quiet machine: every chunk is a round of
+# kernels and products that each wake the other thread; 4 -> 16 MiB took the hybridized
+# CIFAR ResNet-18 step 0.86-0.94x, LeNet's 0.92x, resnet18_v1's 0.84-0.87x (with the
+# split weight transforms; docs/performance.md, "LeNet and the CIFAR ResNet-18 above PyTorch")
+_CHUNK_BYTES = 16 << 20
 # host weight gradients of fewer elements than this sum per-sample products (HostConv._small)
 _SMALL_WEIGHT = 4096
 # 3x3 stride-1 host convolutions use Winograd (tests turn this off): F(4x4, 3x3) when the
