@@ -507,7 +507,9 @@ def sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient,
     numbers_ = []
     for name, value in (("lr", lr), ("wd", wd), ("momentum", momentum),
                         ("rescale_grad", rescale_grad)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        # plain floats (what the optimizers pass) skip the numbers-ABC isinstance
+        if type(value) is not float and (isinstance(value, bool) or
+                                         not isinstance(value, numbers.Real)):
             raise TypeError(f"{fn}: {name} must be a real number, got {value!r}")
         numbers_.append(float(value))
     clip = 0.0 if clip_gradient is None else float(clip_gradient)
