@@ -1,19 +1,21 @@
-"""CPU milliseconds of every convolution shape of a zoo model, minigluon beside PyTorch,
-layer by layer: which shapes a step loses on.
+"""CPU (or wall) milliseconds of every convolution shape of a zoo model, minigluon beside
+PyTorch, layer by layer: which shapes a step loses on.
 
 The shapes come from a forward of the minigluon model (`zoo_models.minigluon_net`, the
 batch of zoo_train.py) with hooks on its Conv2D layers; each distinct shape counts as
 often as the model has it. Each side runs in its own worker process on `--threads`
 threads (minigluon's adaptive count off, OpenBLAS and torch pinned), and times every
 shape's inference forward (no autograd) and training pass (forward recorded, backward for
-data and weight) with time.process_time(), all of the process's threads. The workers take
+data and weight) with time.process_time(), all of the process's threads, or with
+`--clock wall` by the wall clock (on 2 threads of a quiet machine: which shapes leave the
+second core idle). The workers take
 turns in each round; figures are medians over rounds. Prints ONE JSON line: per shape
 `mg_fwd_ms`, `mg_train_ms`, `torch_fwd_ms`, `torch_train_ms`, `count`, and per model the
 totals (count-weighted) and `loss_train_ms` (minigluon's extra CPU in the step's
 convolutions), shapes sorted by that loss:
 
     python benchmarks/zoo_layers.py --torch-python /tmp/tvenv/bin/python \
-        [--models mobilenet_v2_1.0,densenet121] [--threads 1] [--rounds 3]
+        [--models mobilenet_v2_1.0,densenet121] [--threads 1] [--rounds 3] [--clock wall]
 """
 import json
 import os
@@ -25,7 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import models_parser, run_models, start_worker, take_turns  # noqa: E402
 from zoo_models import SPECS  # noqa: E402
 
-CONV_MODELS = ("resnet18_v1", "resnet50_v1", "mobilenet_v2_1.0", "vgg11", "densenet121")
+CONV_MODELS = ("resnet18_v1", "resnet50_v1", "mobilenet_v2_1.0", "vgg11", "densenet121",
+               "cifar_resnet18", "lenet")
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 KEYS = ("n", "c", "h", "w", "f", "kh", "kw", "sh", "sw", "ph", "pw", "groups")
 
 
@@ -103,15 +107,15 @@ def torch_layer(shape):
     return forward, train
 
 
-def cpu_ms(fn):
-    start = time.process_time()
+def elapsed_ms(fn, clock):
+    start = clock()
     fn()
-    return (time.process_time() - start) * 1e3
+    return (clock() - start) * 1e3
 
 
 def serve(args):
     """The worker: build every shape's passes, warm them, then answer each line with one
-    round of CPU milliseconds {key: [forward, train]}."""
+    round of milliseconds on `args.clock` {key: [forward, train]}."""
     if args.side == "torch":
         import torch
         torch.set_num_threads(args.threads)
@@ -123,8 +127,9 @@ def serve(args):
         train()
     print(json.dumps({"ready": True}), flush=True)
     for _ in sys.stdin:
-        print(json.dumps({key: [cpu_ms(f), cpu_ms(t)] for key, (f, t) in passes.items()}),
-              flush=True)
+        clock = CLOCKS[args.clock]
+        print(json.dumps({key: [elapsed_ms(f, clock), elapsed_ms(t, clock)]
+                          for key, (f, t) in passes.items()}), flush=True)
 
 
 def bench_model(model, python, args):
@@ -132,7 +137,8 @@ def bench_model(model, python, args):
     shapes = json.dumps({key: shape for key, (shape, _) in found.items()})
     sides = ("minigluon", "torch") if python else ("minigluon",)
     procs = {side: start_worker(python if side == "torch" else sys.executable, __file__,
-                                ["--side", side], args.threads, first_line=shapes)
+                                ["--side", side, "--clock", args.clock], args.threads,
+                                first_line=shapes)
              for side in sides}
     return summarize(found, take_turns(procs, "round", args.rounds))
 
@@ -159,6 +165,8 @@ def summarize(found, rounds):
 def main():
     ap = models_parser(__doc__, "mobilenet_v2_1.0,densenet121")
     ap.add_argument("--side", choices=("minigluon", "torch"), help="(worker only)")
+    ap.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
+                    help="process CPU time (all threads) or wall time")
     args = ap.parse_args()
     if args.worker:
         return serve(args)

@@ -227,6 +227,11 @@ def layer_threads(fn, work, nthreads):
 
 def _pair(fn, name, value, minimum):
     """A pair of ints >= minimum from an int or a 2-sequence."""
+    # the operators pass tuples of two plain ints: checked without the numbers ABC, whose
+    # isinstance was most of the 28 window checks a LeNet step makes
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is int and \
+            type(value[1]) is int and value[0] >= minimum and value[1] >= minimum:
+        return value
     pair = (value, value) if isinstance(value, numbers.Integral) else tuple(value)
     if len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or
                              v < minimum for v in pair):
@@ -502,7 +507,9 @@ def sgd_update(weight, grad, mom, lr, wd, momentum, rescale_grad, clip_gradient,
     numbers_ = []
     for name, value in (("lr", lr), ("wd", wd), ("momentum", momentum),
                         ("rescale_grad", rescale_grad)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        # plain floats (what the optimizers pass) skip the numbers-ABC isinstance
+        if type(value) is not float and (isinstance(value, bool) or
+                                         not isinstance(value, numbers.Real)):
             raise TypeError(f"{fn}: {name} must be a real number, got {value!r}")
         numbers_.append(float(value))
     clip = 0.0 if clip_gradient is None else float(clip_gradient)

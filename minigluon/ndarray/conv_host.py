@@ -16,16 +16,18 @@ import minigluon_ext as ext
 from .. import autograd
 from ..threads import compute_threads
 from .conv_depthwise import HostDepthwise
-from .long_product import long_product, stacked_product
-from .one_blas_thread import one_blas_thread
+from .long_product import long_product, short_sum_product, stacked_product
 
 __all__ = ["on_host", "HostConv", "HostWinograd", "host_conv", "host_max_pool"]
 
 # host arrays use the C kernels (tests turn this off to compare with the NumPy path)
 _HOST_KERNELS = True
-# host convolutions build the columns of this many bytes at a time, so they are still in
-# cache when the matmul reads them
-_CHUNK_BYTES = 4 << 20
+# host convolutions build the columns (or Winograd tiles) of this many bytes at a time.
+# Fewer, bigger chunks won on two threads of a quiet machine: every chunk is a round of
+# kernels and products that each wake the other thread; 4 -> 16 MiB took the hybridized
+# CIFAR ResNet-18 step 0.86-0.94x, LeNet's 0.92x, resnet18_v1's 0.84-0.87x (with the
+# split weight transforms; docs/performance.md, "LeNet and the CIFAR ResNet-18 above PyTorch")
+_CHUNK_BYTES = 16 << 20
 # host weight gradients of fewer elements than this sum per-sample products (HostConv._small)
 _SMALL_WEIGHT = 4096
 # 3x3 stride-1 host convolutions use Winograd (tests turn this off): F(4x4, 3x3) when the
@@ -225,16 +227,14 @@ class HostWinograd(HostConv):
         """U (P, F, C): U[(M+2)i + j, f, c] = (G w[f, c] G^T)[i, j], as one matmul."""
         f, c = w.shape[:2]
         w2 = np.ascontiguousarray(w).reshape(f * c, 9)
-        # a 9-long sum: split over two BLAS threads it took 16x its one-thread time
-        with one_blas_thread():
-            return (_WINOGRAD_GG[self.tile].astype(w.dtype) @ w2.T).reshape(-1, f, c)
+        # a 9-long sum: OpenBLAS's own split took 16x its one-thread time
+        return short_sum_product(_WINOGRAD_GG[self.tile].astype(w.dtype), w2.T).reshape(-1, f, c)
 
     def _transform_grad(self, du):
         """The gradient for w of sum(du * U(w)): G^T du[f, c] G, (F, C, 3, 3)."""
         p, f, c = du.shape
         gg = _WINOGRAD_GG[self.tile].astype(du.dtype)
-        with one_blas_thread():
-            return (du.reshape(p, f * c).T @ gg).reshape(f, c, 3, 3)
+        return short_sum_product(du.reshape(p, f * c).T, gg).reshape(f, c, 3, 3)
 
 
 def host_conv(win, groups, channels, dtype):

@@ -2,7 +2,9 @@
 `long_product(a, b)` splits a long sum with a small result, `stacked_product(a, b)` a
 stack of products (Winograd's (M+2)^2 tile positions, a batch of samples) by stack entry,
 and `summed_product(a, b)` the sum of a stack of products (a 1x1 layer's weight gradient,
-summed over samples) by stack entry too.
+summed over samples) by stack entry too, and `short_sum_product(a, b)` a product whose
+sum is a few terms long and whose result is big (Winograd's weight transforms) by the rows
+of its result.
 
 The weight gradient of a convolution on the columns path is rows (F, n*P) times columns^T
 (n*P, C*kh*kw): the result is small (MobileNet-v2's 1x1 layers: 16x96 to 320x960), the sum
@@ -23,6 +25,13 @@ thread, and writes its stretch of the output: the threads meet once per stack, a
 entry's bits are its one-thread product's. On two fixed threads at load 5, DenseNet's
 56x56 weight-gradient stack (36 x (32, 1568) @ (1568, 128)) took 50 ms wall split by
 OpenBLAS and 14 split by entries (docs/performance.md, "DenseNet-121 on two threads").
+
+A product with a sum of 9 to 36 terms and millions of results (Winograd's weight transform
+(36, 9) @ (9, F*C) and its adjoint (F*C, 36) @ (36, 9)) is a pass over memory: OpenBLAS
+split it over two threads at 16x its one-thread time, so it ran on one thread while the
+other core idled (35 ms of a 0.73 s CIFAR ResNet-18 step on a quiet machine, 22 of them the
+512-channel layers'; docs/performance.md). Each row of the result is its own short sum,
+so the rows split over the compute threads without changing a bit.
 """
 import concurrent.futures
 import os
@@ -34,13 +43,18 @@ from .. import threads
 from ..base import MXNetError
 from .one_blas_thread import one_blas_thread
 
-__all__ = ["long_product", "stacked_product", "summed_product", "part_executor", "MIN_PART",
-           "MIN_STACK_WORK", "PART_DEADLINE_S"]
+__all__ = ["long_product", "stacked_product", "summed_product", "short_sum_product",
+           "part_executor", "MIN_PART", "MIN_STACK_WORK", "MIN_SHORT_SUM_WORK",
+           "PART_DEADLINE_S"]
 
 # a stretch of the sum shorter than this is not worth a thread: one product does it
 MIN_PART = 2048
 # a stack of fewer multiply-adds than this is one call: a thread hop costs about as much
 MIN_STACK_WORK = 1 << 20
+# a short-sum product of fewer multiply-adds than this is one call: split, the transforms of
+# 64- to 256-channel layers (1.3M-21M) took as long or longer on a quiet 2-core machine
+# (0.10 -> 0.20 ms at 64 channels), those of 512 channels (38M) 1.5x less (4.6 -> 3.0 ms)
+MIN_SHORT_SUM_WORK = 1 << 24
 # a part that has not finished after this long means a stuck BLAS call, not a slow one
 PART_DEADLINE_S = 600.0
 
@@ -140,6 +154,35 @@ def summed_product(a, b, parts=None):
         out = _sum_of_products(a, b, 0, cuts[1])
         for future in pending:
             out += _result(future, "summed_product", a, b)
+    return out
+
+
+def short_sum_product(a, b, parts=None):
+    """a @ b for 2-D host arrays a (M, K) and b (K, N) with a short sum K, the M rows of
+    the result split into `parts` stretches (default: the compute threads, one call under
+    MIN_SHORT_SUM_WORK multiply-adds), each on one BLAS thread. Every row is its one-call
+    product's.
+
+    >>> u = short_sum_product(gg, w2.T)      # (36, 9) @ (9, F*C): a weight transform
+    """
+    rows = a.shape[0]
+    if parts is None:
+        parts = threads.compute_threads() if a.size * b.shape[1] >= MIN_SHORT_SUM_WORK else 1
+    parts = min(parts, rows)
+    if parts < 2 or not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+        with one_blas_thread():
+            return a @ b
+    out = np.empty((rows, b.shape[1]), np.result_type(a, b))
+    cuts = [rows * k // parts for k in range(parts + 1)]
+
+    def part(lo, hi):
+        return np.matmul(a[lo:hi], b, out=out[lo:hi])
+    with one_blas_thread():
+        pending = [_executor(parts - 1).submit(part, lo, hi)
+                   for lo, hi in zip(cuts[1:-1], cuts[2:])]
+        part(0, cuts[1])
+        for future in pending:
+            _result(future, "short_sum_product", a, b)
     return out
 
 
