@@ -129,7 +129,8 @@ class StepLog:
         self.decided = None
         if side != "torch":
             from minigluon import threads
-            self.decided = threads.decided_counts
+            # (a tree from before the counts were kept logs the rest)
+            self.decided = getattr(threads, "decided_counts", None)
 
     def wrap(self, mode, step):
         def logged():
