@@ -38,9 +38,6 @@ _WINOGRAD4_MIN = 8
 # products they save (d2l's CIFAR stem, 3 -> 64 at 32x32, batch 32, one thread: F(4x4)
 # 11.6 ms forward, 23.0 a training pass; columns 6.9 and 11.9; docs/performance.md)
 _WINOGRAD_MIN_CHANNELS = 16
-# on two or more compute threads a Winograd layer runs as sample parts, one per thread
-# (HostWinograd._in_parts; tests and benchmarks turn this off to compare)
-_WINOGRAD_PARTS = True
 # On one compute thread, columns of at most _SAMPLES_MAX_ROWS rows (C*kh*kw) over maps of
 # at least _SAMPLES_MIN_POSITIONS outputs go one sample at a time: with so few rows the
 # swap of the rows into NCHW costs half a matmul, and a sample's matmul writes its output
@@ -248,7 +245,7 @@ class HostWinograd(HostConv):
         and products of a chunk met three times, and a 7x7 or 14x14 map's transforms were
         too short for the pool's second thread to wake for."""
         parts = min(threads.compute_threads(), n)
-        if parts < 2 or not _WINOGRAD_PARTS:
+        if parts < 2:
             return [chunks(0, n, None)]
         with one_blas_thread():
             return sample_parts.run_parts(lambda lo, hi: chunks(lo, hi, 1), n, parts)
