@@ -14,9 +14,7 @@ import numpy as np
 import minigluon_ext as ext
 
 from .. import autograd
-from .. import threads
 from ..threads import compute_threads
-from . import sample_parts
 from .conv_depthwise import HostDepthwise
 from .long_product import long_product, stacked_product
 from .one_blas_thread import one_blas_thread
@@ -156,8 +154,8 @@ class HostConv:
         return w.reshape(self.groups, w.shape[0] // self.groups, -1) if self.groups > 1 \
             else w.reshape(w.shape[0], -1)
 
-    def _chunks(self, n, start=0):
-        return ((a, min(a + self.step, n)) for a in range(start, n, self.step))
+    def _chunks(self, n):
+        return ((a, min(a + self.step, n)) for a in range(0, n, self.step))
 
 
 # Winograd F(MxM, 3x3) weight transforms U = G g G^T, as kron(G, G) on flattened kernels
@@ -193,18 +191,15 @@ class HostWinograd(HostConv):
     def forward(self, x, w, bias=None):
         x, u = np.ascontiguousarray(x), self._transform(w)
         # backward reuses U, and the input tiles if a backward is coming (recomputing them
-        # from x costs more than reading them back), by chunk
-        self.u, self.tiles = (w, u), ({} if autograd.is_recording() else None)
+        # from x costs more than reading them back)
+        self.u, self.tiles = (w, u), ([] if autograd.is_recording() else None)
         out = np.empty((x.shape[0], w.shape[0]) + self.win.out, x.dtype)
-
-        def chunks(lo, hi, nthreads):
-            for a, b in self._chunks(hi, lo):
-                v = ext.winograd_input(x[a:b], self.win.pad, self.tile, nthreads=nthreads)
-                if self.tiles is not None:
-                    self.tiles[a, b] = (x, v)
-                ext.winograd_output(self._product(u, v, nthreads), out[a:b].shape, bias,
-                                    self.tile, out=out[a:b], nthreads=nthreads)
-        self._in_parts(chunks, x.shape[0])
+        for a, b in self._chunks(x.shape[0]):
+            v = ext.winograd_input(x[a:b], self.win.pad, self.tile)
+            if self.tiles is not None:
+                self.tiles.append((x, v))
+            ext.winograd_output(stacked_product(u, v), out[a:b].shape, bias, self.tile,
+                                out=out[a:b])
         return out
 
     def backward(self, dy, x, w, need_x=True, need_w=True):
@@ -212,48 +207,19 @@ class HostWinograd(HostConv):
         u = kept[1] if kept is not None and kept[0] is w else self._transform(w)
         dy = np.ascontiguousarray(dy, dtype=w.dtype)
         dx = np.empty((dy.shape[0], self.channels) + self.win.size, w.dtype) if need_x else None
-        tiles = getattr(self, "tiles", None) or {}
-
-        def chunks(lo, hi, nthreads):
-            du = None
-            for a, b in self._chunks(hi, lo):
-                dm = ext.winograd_output_adjoint(dy[a:b], self.tile, nthreads=nthreads)
-                if need_x:
-                    ext.winograd_input_adjoint(self._product(u.swapaxes(1, 2), dm, nthreads),
-                                               dx[a:b].shape, self.win.pad, self.tile,
-                                               out=dx[a:b], nthreads=nthreads)
-                if need_w:
-                    kept = tiles.get((a, b))
-                    v = kept[1] if kept and kept[0] is x else ext.winograd_input(
-                        np.ascontiguousarray(x[a:b]), self.win.pad, self.tile, nthreads=nthreads)
-                    part = self._product(dm, v.swapaxes(1, 2), nthreads)
-                    du = part if du is None else np.add(du, part, out=du)
-            return du
-        parts = self._in_parts(chunks, dy.shape[0])
+        du, kept = None, getattr(self, "tiles", None)
+        for k, (a, b) in enumerate(self._chunks(dy.shape[0])):
+            dm = ext.winograd_output_adjoint(dy[a:b], self.tile)
+            if need_x:
+                ext.winograd_input_adjoint(stacked_product(u.swapaxes(1, 2), dm), dx[a:b].shape,
+                                           self.win.pad, self.tile, out=dx[a:b])
+            if need_w:
+                v = kept[k][1] if kept and kept[k][0] is x else \
+                    ext.winograd_input(np.ascontiguousarray(x[a:b]), self.win.pad, self.tile)
+                part = stacked_product(dm, v.swapaxes(1, 2))
+                du = part if du is None else np.add(du, part, out=du)
         self.tiles = None
-        if not need_w:
-            return dx, None
-        du = parts[0]
-        for part in parts[1:]:
-            du = np.add(du, part, out=du)
-        return dx, self._transform_grad(du)
-
-    def _in_parts(self, chunks, n):
-        """[chunks(lo, hi, nthreads)] over the samples: on two or more compute threads one
-        part per thread, each on one thread (its kernels, and BLAS); else one part whose
-        kernels and products take every thread. Parts meet once per layer where the kernels
-        and products of a chunk met three times, and a 7x7 or 14x14 map's transforms were
-        too short for the pool's second thread to wake for."""
-        parts = min(threads.compute_threads(), n)
-        if parts < 2:
-            return [chunks(0, n, None)]
-        with one_blas_thread():
-            return sample_parts.run_parts(lambda lo, hi: chunks(lo, hi, 1), n, parts)
-
-    @staticmethod
-    def _product(a, b, nthreads):
-        """a @ b of two stacks: split by entries over the threads, or on this one."""
-        return stacked_product(a, b) if nthreads is None else np.matmul(a, b)
+        return dx, (self._transform_grad(du) if need_w else None)
 
     def _transform(self, w):
         """U (P, F, C): U[(M+2)i + j, f, c] = (G w[f, c] G^T)[i, j], as one matmul."""

@@ -18,7 +18,7 @@ from .. import threads
 from ..base import MXNetError
 from .long_product import PART_DEADLINE_S, part_executor
 
-__all__ = ["concatenate", "add", "run_parts", "MIN_BYTES"]
+__all__ = ["concatenate", "add", "MIN_BYTES"]
 
 # arrays of fewer bytes are one NumPy call: a thread hop costs about as much as the copy
 MIN_BYTES = 1 << 20
@@ -36,8 +36,8 @@ def concatenate(arrays, axis):
     if parts < 2:
         return np.concatenate(arrays, axis=axis)
     out = np.empty(shape, arrays[0].dtype)
-    run_parts(lambda lo, hi: np.concatenate([a[lo:hi] for a in arrays], axis=axis,
-                                            out=out[lo:hi]), shape[0], parts)
+    _run(lambda lo, hi: np.concatenate([a[lo:hi] for a in arrays], axis=axis, out=out[lo:hi]),
+         shape[0], parts)
     return out
 
 
@@ -50,7 +50,7 @@ def add(a, b):
     if parts < 2:
         return a + b
     out = np.empty(a.shape, a.dtype)
-    run_parts(lambda lo, hi: np.add(a[lo:hi], b[lo:hi], out=out[lo:hi]), a.shape[0], parts)
+    _run(lambda lo, hi: np.add(a[lo:hi], b[lo:hi], out=out[lo:hi]), a.shape[0], parts)
     return out
 
 
@@ -58,21 +58,16 @@ def _parts(samples, nbytes):
     return 1 if nbytes < MIN_BYTES else min(threads.compute_threads(), samples)
 
 
-def run_parts(part, samples, parts):
-    """[part(lo, hi) for each of `parts` even stretches of the samples], the first run on
-    the calling thread, the others on the part threads (long_product.part_executor).
-
-    >>> sums = run_parts(lambda lo, hi: x[lo:hi].sum(0), len(x), 2)
-    """
+def _run(part, samples, parts):
+    """part(lo, hi) for `parts` stretches of the samples, the first on the calling thread."""
     cuts = [samples * k // parts for k in range(parts + 1)]
     pending = [part_executor(parts - 1).submit(part, lo, hi)
                for lo, hi in zip(cuts[1:-1], cuts[2:])]
-    results = [part(0, cuts[1])]
+    part(0, cuts[1])
     for future in pending:
         try:
-            results.append(future.result(timeout=PART_DEADLINE_S))
+            future.result(timeout=PART_DEADLINE_S)
         except concurrent.futures.TimeoutError:
             raise MXNetError(f"sample_parts: a part of {samples} samples took over "
                              f"{PART_DEADLINE_S} s; help: check for a stopped or starved "
                              "process (the machine's load)") from None
-    return results

@@ -83,12 +83,12 @@ def test_hybridized_dense_block_split_matches_unsplit(split_everything, monkeypa
     monkeypatch.setattr(sample_parts, "MIN_BYTES", 1 << 60)
     want = _run(net, x)
     split_everything(2)
-    calls, real = [], sample_parts.run_parts
+    calls, real = [], sample_parts._run
 
     def spy(part, samples, parts):
         calls.append(parts)
         return real(part, samples, parts)
-    monkeypatch.setattr(sample_parts, "run_parts", spy)
+    monkeypatch.setattr(sample_parts, "_run", spy)
     got = _run(net, x)
     assert len(calls) >= 3 + 2 and set(calls) == {2}   # the concatenations, the sums
     assert len(got) == len(want)

@@ -100,9 +100,6 @@ def test_winograd_split_in_two_matches_the_columns_path(monkeypatch, tile, shape
     monkeypatch.setattr(conv_host, "_PATH", "columns")
     want = _conv_grads(x, w, kernel=(3, 3), pad=(1, 1))
     monkeypatch.setattr(conv_host, "_PATH", f"winograd{tile}")
-    # one compute thread: the layer is one part, its stacks split (sample parts on more:
-    # tests/ndarray/test_winograd_sample_parts.py)
-    monkeypatch.setattr(conv_host.threads, "compute_threads", lambda: 1)
     calls = _split_in_two(monkeypatch, conv_host, "stacked_product")
     got = _conv_grads(x, w, kernel=(3, 3), pad=(1, 1))
     assert len(calls) >= 3      # forward, data gradient and weight gradient products
