@@ -17,9 +17,9 @@ kernels that ask, never by a thread of our own) we read how many tasks the kerne
 runnable (/proc/loadavg), less our own runnable threads; the median over the last samples
 decides. Runnable tasks count only as far as other tasks at normal priority actually
 used the CPUs since the last sample (/proc/stat's busy ticks less our own): a niced
-background job (`nice -n 19`, khugepaged) is runnable at every look yet yields the core to
-us at once, and one of our threads that went to sleep between the two reads looked like
-another task; counted whole, either took a thread away for nothing. The count never
+background job (`nice -n 19`, khugepaged) is runnable at every look but takes a core only
+where ours leave it; counted whole, it took a thread away (docs/performance.md,
+"DenseNet-121's slow runs"). The count never
 exceeds `config.compute_threads()` (OMP_NUM_THREADS, which the launcher sets to each
 process's share of the host, or the usable cores), and MINIGLUON_ADAPTIVE_THREADS=0 fixes
 it there. OpenBLAS (through threadpoolctl) and the extension's layer kernels both use the

@@ -50,7 +50,7 @@ def test_runnable_tasks_count_only_as_far_as_others_used_the_cpus():
         free = threads.FreeCores(2, 2, others=lambda: next(feed), window=3,
                                  others_cpu=lambda: next(cpu))
         return [free.sample() for _ in runnable]
-    # a niced job (or one of our threads caught asleep) is runnable but takes no CPU
+    # a niced job is runnable at every look but takes (almost) no CPU beside our threads
     assert counts([1, 1, 1], [0.02, 0.0, 0.05]) == [2, 2, 2]
     # a busy process beside our two threads gets about 2/3 of a core: it counts
     assert counts([1, 1, 1], [0.7, 0.6, 0.7]) == [1, 1, 1]
