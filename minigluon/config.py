@@ -86,19 +86,6 @@ def adaptive_threads():
     return env_flag("MINIGLUON_ADAPTIVE_THREADS", True)
 
 
-def pool_idle_us():
-    """How long an idle worker of the layer kernels' thread pool looks for the next kernel
-    before it sleeps, in microseconds (MINIGLUON_POOL_IDLE_US, an integer >= 0); None when
-    unset: the extension's default. See minigluon_ext/src/workers.c."""
-    raw = os.environ.get("MINIGLUON_POOL_IDLE_US", "").strip()
-    if raw == "":
-        return None
-    if not raw.isdigit():
-        raise ConfigError(f"MINIGLUON_POOL_IDLE_US must be an integer >= 0 (microseconds), "
-                          f"got {raw!r}; unset it for the default")
-    return int(raw)
-
-
 def rnn_row_parts():
     """How many parts a recurrent layer splits its batch rows into, each part running the
     whole sequence on its own thread (MINIGLUON_RNN_ROW_PARTS, an integer >= 1); None when

@@ -6,15 +6,10 @@ import math
 
 import numpy as np
 
-from minigluon.config import pool_idle_us
-
 from . import _checks as check
 from . import blas
 from . import fallback
 from . import _kernels
-
-if pool_idle_us() is not None:
-    _kernels.pool_idle_ns(pool_idle_us() * 1000)
 
 
 def sum_into(out, arrays, accumulate=False, nthreads=None):

@@ -14,9 +14,6 @@
 /* workers.c: run fn over the items [0, items) split into at most nthreads contiguous
  * ranges, on a pool of persistent worker threads (the caller runs the first range). */
 void mg_parallel_items(size_t items, int nthreads, mg_range_fn fn, void *ctx);
-/* How long an idle pool worker looks for the next task before it sleeps, in ns; sets it
- * where ns >= 0.  Returns the previous value. */
-long mg_pool_idle_ns(long ns);
 
 /* A 2-D sliding window over (N, C, H, W) images, and its oh x ow positions. */
 typedef struct {

@@ -1432,18 +1432,7 @@ static PyObject *py_set_tuning(PyObject *self, PyObject *args, PyObject *kwargs)
     return before;
 }
 
-/* pool_idle_ns(ns): set how long an idle pool worker looks for work (ns >= 0) and return
- * the previous value; a negative ns only reads it. */
-static PyObject *py_pool_idle_ns(PyObject *self, PyObject *args)
-{
-    long ns;
-    if (!PyArg_ParseTuple(args, "l", &ns))
-        return NULL;
-    return PyLong_FromLong(mg_pool_idle_ns(ns));
-}
-
 static PyMethodDef methods[] = {
-    {"pool_idle_ns", py_pool_idle_ns, METH_VARARGS, "pool_idle_ns(ns) -> previous"},
     {"sum_into", py_sum_into, METH_VARARGS, "sum_into(out, arrays, accumulate, nthreads)"},
     {"scale_add", py_scale_add, METH_VARARGS, "scale_add(out, a, alpha, beta, nthreads)"},
     {"quantize_2bit", py_quantize_2bit, METH_VARARGS,

@@ -19,13 +19,12 @@
  * kernel) falls back to mg_parallel_for.  After fork() the child starts from an empty pool.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <time.h>
 
 #include "layers.h"
 
-#define POLL_NS 50000L   /* how long an idle worker (and a waiting caller) spins on the core */
+#define POLL_NS 50000L   /* how long an idle worker polls before it sleeps */
 #define CHUNKS_PER_THREAD 4
 
 typedef struct {
@@ -45,9 +44,6 @@ static uint32_t done;                 /* atomic: chunks of the current task fini
 static sem_t finished;                /* posted when the last chunk ends while the caller sleeps */
 static int caller_sleeping;           /* atomic */
 static pool_task task;                /* written under call_lock before claim publishes it */
-/* how long an idle worker looks for the next task before it sleeps: POLL_NS spinning, then
- * yielding the core between looks (to any other thread that wants it) */
-static long idle_ns = POLL_NS;        /* atomic */
 
 static inline uint32_t generation_of(uint64_t c) { return (uint32_t)(c >> 32); }
 
@@ -91,18 +87,13 @@ static void run_chunks(uint32_t gen)
 static uint32_t next_task(int w, uint32_t seen)
 {
     for (;;) {
-        long start = now_ns(), idle = __atomic_load_n(&idle_ns, __ATOMIC_RELAXED);
+        long until = now_ns() + POLL_NS;
         for (int i = 0;; i++) {
             uint32_t g = generation_of(__atomic_load_n(&claim, __ATOMIC_ACQUIRE));
             if (g != seen)
                 return g;
-            if ((i & 63) == 63) {
-                long spent = now_ns() - start;
-                if (spent > idle)
-                    break;
-                if (spent > POLL_NS)
-                    sched_yield();
-            }
+            if ((i & 63) == 63 && now_ns() > until)
+                break;
             cpu_relax();
         }
         /* announce the sleep, then look once more: a publisher either sees the flag and
@@ -191,14 +182,6 @@ static void wait_for_chunks(uint32_t chunks)
         }
         cpu_relax();
     }
-}
-
-long mg_pool_idle_ns(long ns)
-{
-    long before = __atomic_load_n(&idle_ns, __ATOMIC_RELAXED);
-    if (ns >= 0)
-        __atomic_store_n(&idle_ns, ns, __ATOMIC_RELAXED);
-    return before;
 }
 
 void mg_parallel_items(size_t items, int nthreads, mg_range_fn fn, void *ctx)
