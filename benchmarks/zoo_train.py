@@ -15,7 +15,7 @@ matmul of 1024^3, the practical limit of these cores. With --contention N, after
 rounds the same rounds run again beside N busy Python loops. Prints ONE JSON line:
 
     python benchmarks/zoo_train.py --torch-python /tmp/tvenv/bin/python \
-        [--models lenet,resnet18_v1] [--rounds 2] [--contention 3]
+        [--models lenet,resnet18_v1] [--rounds 2] [--contention 3] [--step-log PATH]
 """
 import argparse
 import json
@@ -105,6 +105,10 @@ def serve(args):
     else:
         steps = minigluon_steps(args.model, spec, not args.plain)
     modes = {"train": steps[0], "infer": steps[1]}
+    if args.step_log:
+        side = "torch" if args.worker == "torch" else "plain" if args.plain else "hybrid"
+        log = StepLog(args.step_log, args.model, side)
+        modes = {mode: log.wrap(mode, step) for mode, step in modes.items()}
     print(json.dumps({"version": steps[3], "flops": steps[2]}), flush=True)
     for line in sys.stdin:
         mode, n = line.split()
@@ -115,15 +119,56 @@ def serve(args):
                           "peak_mb": peak_mb()}), flush=True)
 
 
+class StepLog:
+    """--step-log: one JSON line per step appended to a file, to tell a slow run's cause:
+    wall and CPU seconds, page faults, context switches, the machine's runnable tasks at
+    the end and, for minigluon, the thread counts its looks at the cores decided meanwhile."""
+
+    def __init__(self, path, model, side):
+        self.path, self.model, self.side = path, model, side
+        self.decided = None
+        if side != "torch":
+            from minigluon import threads
+            # (a tree from before the counts were kept logs the rest)
+            self.decided = getattr(threads, "decided_counts", None)
+
+    def wrap(self, mode, step):
+        def logged():
+            before, counts = self._now(), self.decided() if self.decided else {}
+            step()
+            after = self._now()
+            line = {k: round(after[k] - before[k], 4) for k in before}
+            if self.decided:
+                line["counts"] = {n: looks - counts.get(n, 0)
+                                  for n, looks in self.decided().items() if looks > counts.get(n, 0)}
+            with open(self.path, "a") as out:
+                out.write(json.dumps({"t": round(time.time(), 2), "model": self.model,
+                                      "side": self.side, "mode": mode, **line,
+                                      "runnable": _runnable()}) + "\n")
+        return logged
+
+    @staticmethod
+    def _now():
+        use = resource.getrusage(resource.RUSAGE_SELF)
+        return {"wall": time.perf_counter(), "cpu": time.process_time(), "minflt": use.ru_minflt,
+                "majflt": use.ru_majflt, "nvcsw": use.ru_nvcsw, "nivcsw": use.ru_nivcsw}
+
+
+def _runnable():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[3]
+
+
 # ---------------------------------------------------------------- driver side
 
 class Worker:
     """One side of one model in its own process; `run(mode, n)` returns wall seconds and
     keeps the CPU seconds per step of each call in `cpu[mode]`."""
 
-    def __init__(self, python, model, side, threads, plain=False, env=None):
+    def __init__(self, python, model, side, threads, plain=False, env=None, step_log=None):
         cmd = [python, os.path.abspath(__file__), "--worker", side, "--model", model,
-               "--threads", str(threads)] + (["--plain"] if plain else [])
+               "--threads", str(threads)] + (["--plain"] if plain else []) + \
+              (["--step-log", step_log] if step_log else [])
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True,
                                      env=None if env is None else {**os.environ, **env})
@@ -192,16 +237,22 @@ def summarize(rounds, workers, flops, suffix=""):
 
 def bench_model(name, python, threads, args):
     spec = SPECS[name]
-    workers = {"hybrid": Worker(sys.executable, name, "minigluon", threads),
-               "plain": Worker(sys.executable, name, "minigluon", threads, plain=True)}
+    log = args.step_log and os.path.abspath(args.step_log)
+    workers = {"hybrid": Worker(sys.executable, name, "minigluon", threads, step_log=log),
+               "plain": Worker(sys.executable, name, "minigluon", threads, plain=True,
+                               step_log=log)}
     try:
         if python:
-            workers["torch"] = Worker(python, name, "torch", threads)
+            workers["torch"] = Worker(python, name, "torch", threads, step_log=log)
         flops = workers["hybrid"].info["flops"]
         fields = {"batch": spec["batch"], "gflop_forward_per_sample": round(flops / 1e9, 3)}
         fields.update(summarize(measure(workers, spec, args), workers, flops))
         if args.contention:
             with BusyProcesses(args.contention):
+                if log:
+                    with open(log, "a") as out:
+                        out.write(json.dumps({"t": round(time.time(), 2), "model": name,
+                                              "phase": "contention"}) + "\n")
                 fields.update(summarize(measure(workers, spec, args), workers, flops,
                                         "_contention"))
         fields["peak_mb_minigluon"] = round(workers["hybrid"].peak_mb)
@@ -229,6 +280,8 @@ def main():
     ap.add_argument("--contention", type=int, default=0,
                     help="busy Python loops beside both sides, after the quiet rounds")
     ap.add_argument("--torch-python", default=None)
+    ap.add_argument("--step-log", default=None, metavar="PATH",
+                    help="append a JSON line per step of every worker to PATH (diagnosis)")
     ap.add_argument("--worker", choices=("minigluon", "torch"), help="(internal)")
     ap.add_argument("--model", help="(worker only)")
     ap.add_argument("--plain", action="store_true", help="(worker only) not hybridized")

@@ -15,10 +15,15 @@ than the lost share of the cores explains:
 So the count follows the cores actually free: every `SAMPLE_S` seconds (checked by the
 kernels that ask, never by a thread of our own) we read how many tasks the kernel has
 runnable (/proc/loadavg), less our own runnable threads; the median over the last samples
-decides. The count never exceeds `config.compute_threads()` (OMP_NUM_THREADS, which the
-launcher sets to each process's share of the host, or the usable cores), and
-MINIGLUON_ADAPTIVE_THREADS=0 fixes it there. OpenBLAS (through threadpoolctl) and the
-extension's layer kernels both use the count, so they never oversubscribe each other.
+decides. Runnable tasks count only as far as other tasks at normal priority actually
+used the CPUs since the last sample (/proc/stat's busy ticks less our own): a niced
+background job (`nice -n 19`, khugepaged) is runnable at every look but takes a core only
+where ours leave it; counted whole, it took a thread away (docs/performance.md,
+"DenseNet-121's slow runs"). The count never
+exceeds `config.compute_threads()` (OMP_NUM_THREADS, which the launcher sets to each
+process's share of the host, or the usable cores), and MINIGLUON_ADAPTIVE_THREADS=0 fixes
+it there. OpenBLAS (through threadpoolctl) and the extension's layer kernels both use the
+count, so they never oversubscribe each other.
 """
 import os
 import threading
@@ -26,11 +31,15 @@ import time
 
 from . import config
 
-__all__ = ["compute_threads", "look_again", "set_blas_threads", "hold_blas_at_one",
-           "release_blas", "limit_to_one", "FreeCores", "blas_libraries",
+__all__ = ["compute_threads", "decided_counts", "look_again", "set_blas_threads",
+           "hold_blas_at_one", "release_blas", "limit_to_one", "FreeCores", "OthersCpu",
+           "blas_libraries",
            "reload_blas_environment"]
 
 SAMPLE_S = 0.1      # how often the runnable count is read
+MIN_SPAN_S = 0.05   # CPU ticks (1/100 s) over a shorter span are too few to say anything
+MAX_SPAN_S = 1.0    # and over a longer one (our process idle) they say nothing of now
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 RESCAN_S = 5.0      # how often BLAS libraries loaded since (SciPy's, say) are looked for
 WINDOW = 7          # samples whose median decides: one burst does not flip the count
 
@@ -63,18 +72,65 @@ def own_runnable(task_dir="/proc/self/task"):
     return max(count, 1)
 
 
+def read_busy_ticks(path="/proc/stat", niced=False):
+    """Clock ticks the host's CPUs spent on tasks at normal priority so far (user, system,
+    irq and softirq; with `niced`, the niced tasks' too), or None where the file is missing."""
+    try:
+        with open(path) as f:
+            fields = f.readline().split()
+        if fields[0] != "cpu":
+            return None
+        user, nice, system, _idle, _iowait, irq, softirq = map(int, fields[1:8])
+    except (OSError, IndexError, ValueError):
+        return None
+    return user + system + irq + softirq + (nice if niced else 0)
+
+
+def own_ticks():
+    """Clock ticks of CPU this process (all its threads) used so far."""
+    t = os.times()
+    return (t.user + t.system) * _TICKS
+
+
+class OthersCpu:
+    """Cores that other tasks at normal priority kept busy since the last call, from the
+    host's busy ticks less our own; None over a span too short or too long to tell."""
+
+    def __init__(self, busy=None, own=own_ticks, clock=time.monotonic):
+        # a niced process of ours books its own time as nice: count that column then
+        niced = hasattr(os, "getpriority") and os.getpriority(os.PRIO_PROCESS, 0) > 0
+        self.busy = busy or (lambda: read_busy_ticks(niced=niced))
+        self.own, self.clock = own, clock
+        self.last = None
+
+    def __call__(self):
+        now, busy, own = self.clock(), self.busy(), self.own()
+        if busy is None:
+            return None
+        last = self.last
+        if last is not None and now - last[0] < MIN_SPAN_S:
+            return None         # keep the older start: the span grows to a countable one
+        self.last = (now, busy, own)
+        if last is None or now - last[0] > MAX_SPAN_S:
+            return None
+        return max(0.0, (busy - last[1]) - (own - last[2])) / _TICKS / (now - last[0])
+
+
 class FreeCores:
     """Cores of ours that other processes leave free, from runnable-task samples.
 
     `others` is a callable giving the runnable tasks that are not ours, or None where it
-    cannot be known (then every usable core counts as free).
+    cannot be known (then every usable core counts as free); `others_cpu` one giving the
+    cores other tasks used lately, or None where unknown: a sample counts no more others
+    than that.
     """
 
-    def __init__(self, cores, host_cpus, others=None, window=WINDOW):
+    def __init__(self, cores, host_cpus, others=None, window=WINDOW, others_cpu=None):
         self.cores = cores
         # runnable tasks spread over the host's CPUs: our share of them lands on our cores
         self.share = cores / max(host_cpus, cores)
         self.others = others or self._others
+        self.others_cpu = others_cpu or (OthersCpu() if others is None else (lambda: None))
         self.samples = []
         self.window = window
 
@@ -85,9 +141,11 @@ class FreeCores:
 
     def sample(self):
         """Take one sample; return the free cores by the median of the recent ones."""
-        others = self.others()
+        others, used = self.others(), self.others_cpu()
         if others is None:
             return self.cores
+        if used is not None:
+            others = min(others, used)
         self.samples = (self.samples + [others * self.share])[-self.window:]
         import statistics   # here: its decimal and fractions cost every process's import
         busy = statistics.median(self.samples)
@@ -103,6 +161,7 @@ class _State:
     next_scan = 0.0         # monotonic time of the next search for BLAS libraries
     pinned = None           # limit_to_one() fixed the count
     held = 0                # open hold_blas_at_one() stretches: BLAS stays at 1 meanwhile
+    decided = {}            # count -> how many looks at the cores decided it
 
 
 def _refresh(now):
@@ -114,6 +173,7 @@ def _refresh(now):
             _State.free = FreeCores(config.usable_cores(), os.cpu_count() or 1)
         cap = min(cap, _State.free.sample())
     _State.count, _State.next_sample = cap, now + SAMPLE_S
+    _State.decided[cap] = _State.decided.get(cap, 0) + 1
     # while a stretch holds BLAS at one thread (possibly on another thread of ours: the
     # row parts and long products call this too) setting it back would undo that hold
     if _State.held == 0 and (cap != _State.blas or now >= _State.next_scan):
@@ -132,6 +192,12 @@ def compute_threads():
         with _State.lock:
             _refresh(now)
     return _State.count
+
+
+def decided_counts():
+    """{count: looks}: how often each thread count was decided so far in this process (one
+    look every SAMPLE_S at most, while kernels ask); benchmarks diff it around a step."""
+    return dict(_State.decided)
 
 
 def look_again():

@@ -44,6 +44,50 @@ def test_free_cores_without_proc_keep_every_core():
     assert free_cores([None, None], cores=3, host_cpus=3) == [3, 3]
 
 
+def test_runnable_tasks_count_only_as_far_as_others_used_the_cpus():
+    def counts(runnable, used):
+        feed, cpu = iter(runnable), iter(used)
+        free = threads.FreeCores(2, 2, others=lambda: next(feed), window=3,
+                                 others_cpu=lambda: next(cpu))
+        return [free.sample() for _ in runnable]
+    # a niced job is runnable at every look but takes (almost) no CPU beside our threads
+    assert counts([1, 1, 1], [0.02, 0.0, 0.05]) == [2, 2, 2]
+    # a busy process beside our two threads gets about 2/3 of a core: it counts
+    assert counts([1, 1, 1], [0.7, 0.6, 0.7]) == [1, 1, 1]
+    assert counts([3, 3, 3], [1.3, 1.2, 1.4]) == [1, 1, 1]
+    # no CPU figure for a span (too short, too long, no /proc/stat): the runnable count
+    assert counts([1, 1, 1], [None, None, None]) == [1, 1, 1]
+
+
+def test_others_cpu_is_the_hosts_busy_ticks_less_ours_over_a_countable_span():
+    ticks = threads._TICKS
+    clock, busy, own = [0.0], [0], [0]
+    meter = threads.OthersCpu(busy=lambda: busy[0], own=lambda: own[0], clock=lambda: clock[0])
+
+    def after(seconds, host_cores, our_cores):
+        clock[0] += seconds
+        busy[0] += round(seconds * host_cores * ticks)
+        own[0] += round(seconds * our_cores * ticks)
+        return meter()
+    assert after(0, 0, 0) is None                   # no span yet
+    assert after(0.2, 2.0, 1.5) == pytest.approx(0.5)
+    assert after(0.01, 2.0, 2.0) is None            # too short: the span keeps its start
+    assert after(0.19, 2.0, 1.0) == pytest.approx(0.95)
+    assert after(5.0, 2.0, 0.0) is None             # we were idle: nothing said of now
+    assert after(0.1, 1.0, 1.0) == pytest.approx(0.0)
+    assert threads.OthersCpu(busy=lambda: None)() is None
+
+
+def test_read_busy_ticks_parses_proc_stat(tmp_path):
+    path = tmp_path / "stat"
+    path.write_text("cpu  100 7 20 900 5 3 2 11 0 0\ncpu0 50 3 10 450 2 1 1 5 0 0\n")
+    assert threads.read_busy_ticks(str(path)) == 100 + 20 + 3 + 2
+    assert threads.read_busy_ticks(str(path), niced=True) == 100 + 7 + 20 + 3 + 2
+    assert threads.read_busy_ticks(str(tmp_path / "missing")) is None
+    path.write_text("intr 1 2 3\n")
+    assert threads.read_busy_ticks(str(path)) is None
+
+
 def test_read_runnable_parses_loadavg(tmp_path):
     path = tmp_path / "loadavg"
     path.write_text("0.53 1.62 2.02 7/789 12345\n")
@@ -95,12 +139,18 @@ def wait_until_spinning(pid, deadline_s=60):
 @linux_only
 def test_busy_processes_take_a_thread_away():
     """Three real busy processes on a 2-core share leave one thread, however loaded the
-    rest of the machine is (they are runnable at every sample)."""
+    rest of the machine is (they are runnable at every sample and use the CPUs)."""
+    import time
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
     try:
         for proc in busy:
             wait_until_spinning(proc.pid)
-        counts = free_cores([threads.FreeCores._others() for _ in range(5)])
+        # the real readers: runnable tasks and the CPU they used, a sample every 0.1 s
+        free = threads.FreeCores(2, 2, window=3)
+        counts = []
+        for _ in range(6):
+            counts.append(free.sample())
+            time.sleep(0.1)
     finally:
         for proc in busy:
             proc.kill()

@@ -58,6 +58,23 @@ def test_worker_answers_a_training_request():
         assert answer["wall"] > 0 and answer["cpu"] > 0 and answer["peak_mb"] > 10
 
 
+def test_worker_step_log_has_a_line_per_step(tmp_path):
+    log = tmp_path / "steps.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(os.path.join(BENCH, "..")))
+    proc = subprocess.run(
+        [sys.executable, os.path.join(BENCH, "zoo_train.py"), "--worker", "minigluon",
+         "--model", "lenet", "--threads", "2", "--step-log", str(log)],
+        input="train 2\ninfer 1\n", capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(x["side"], x["mode"]) for x in lines] == [("hybrid", "train")] * 2 + \
+        [("hybrid", "infer")]
+    for line in lines:
+        assert line["model"] == "lenet" and line["wall"] > 0 and line["cpu"] > 0
+        assert line["minflt"] >= 0 and int(line["runnable"].split("/")[0]) >= 1
+        assert all(int(n) >= 1 and looks >= 1 for n, looks in line["counts"].items())
+
+
 def test_every_model_name_builds_in_minigluon():
     for name, spec in SPECS.items():
         assert minigluon_net(name, spec) is not None, name
