@@ -124,13 +124,8 @@ def stacked_product(a, b, out=None, parts=None):
     cuts = [stack * k // parts for k in range(parts + 1)]
 
     def part(lo, hi):
-        return np.matmul(_entries(a, lo, hi), _entries(b, lo, hi), out=out[lo:hi])
-    with one_blas_thread():
-        pending = [_executor(parts - 1).submit(part, lo, hi)
-                   for lo, hi in zip(cuts[1:-1], cuts[2:])]
-        part(0, cuts[1])
-        for future in pending:
-            _result(future, "stacked_product", a, b)
+        np.matmul(_entries(a, lo, hi), _entries(b, lo, hi), out=out[lo:hi])
+    _run_stretches("stacked_product", a, b, cuts, part)
     return out
 
 
@@ -176,14 +171,20 @@ def short_sum_product(a, b, parts=None):
     cuts = [rows * k // parts for k in range(parts + 1)]
 
     def part(lo, hi):
-        return np.matmul(a[lo:hi], b, out=out[lo:hi])
+        np.matmul(a[lo:hi], b, out=out[lo:hi])
+    _run_stretches("short_sum_product", a, b, cuts, part)
+    return out
+
+
+def _run_stretches(name, a, b, cuts, part):
+    """part(lo, hi) for each stretch between consecutive `cuts`, each on one BLAS thread:
+    the first on the calling thread, the others on the pool; returns when all are done."""
     with one_blas_thread():
-        pending = [_executor(parts - 1).submit(part, lo, hi)
+        pending = [_executor(len(cuts) - 2).submit(part, lo, hi)
                    for lo, hi in zip(cuts[1:-1], cuts[2:])]
         part(0, cuts[1])
         for future in pending:
-            _result(future, "short_sum_product", a, b)
-    return out
+            _result(future, name, a, b)
 
 
 def _sum_of_products(a, b, lo, hi):
